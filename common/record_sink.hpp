@@ -1,0 +1,30 @@
+// The seam between the ring code and a transport.
+//
+// A writer assembles each record in memory the sink hands out (the reader's ring
+// itself for shared memory, a registered local mirror for RDMA), then asks the
+// sink to post it. Everything else about rings is transport-independent.
+#pragma once
+
+#include <cstdint>
+
+namespace rdmasock::ring {
+
+class RecordSink {
+public:
+    virtual ~RecordSink() = default;
+    // Writable memory for a record that will occupy [offset, offset + bytes) of
+    // the reader's ring; bytes never cross the ring's end.
+    virtual uint8_t* stage(uint64_t offset, uint64_t bytes) = 0;
+    // Deliver the staged record into the reader's ring, first byte to last.
+    // False when the transport failed; the writer then reports "broken".
+    virtual bool post(uint64_t offset, uint64_t bytes) = 0;
+};
+
+// How a reader tells the writer how far it has consumed (flow control).
+class ConsumedPublisher {
+public:
+    virtual ~ConsumedPublisher() = default;
+    virtual bool publish_consumed(uint64_t consumed) = 0;
+};
+
+}  // namespace rdmasock::ring

@@ -1,0 +1,179 @@
+#include "ring_reader.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+
+namespace rdmasock::ring {
+
+namespace {
+
+uint32_t load_acquire(const uint8_t* p) {
+    return std::atomic_ref<uint32_t>(*const_cast<uint32_t*>(reinterpret_cast<const uint32_t*>(p)))
+        .load(std::memory_order_acquire);
+}
+
+// A word still being placed holds a prefix of its final bytes (little endian:
+// low bytes first) followed by zeroes.
+bool is_prefix_of(uint32_t seen, uint32_t expected) {
+    for (uint32_t mask : {0xffu, 0xffffu, 0xffffffu})
+        if (seen == (expected & mask)) return true;
+    return false;
+}
+
+}  // namespace
+
+RingReader::RingReader(uint8_t* ring, uint64_t capacity, ConsumedPublisher& publisher)
+    : ring_(ring), capacity_(capacity), mask_(capacity - 1), max_payload_(max_payload(capacity)),
+      publisher_(publisher) {
+    if (!valid_capacity(capacity)) fail("ring capacity is not a power of two in range");
+}
+
+bool RingReader::fail(std::string why) {
+    if (!broken_) {
+        broken_ = true;
+        error_ = std::move(why);
+    }
+    return false;
+}
+
+RingReader::Record RingReader::inspect(uint64_t position) {
+    const uint64_t off = position & mask_;
+    const uint32_t header = load_acquire(ring_ + off);
+    // The kind byte is the header's last byte to land; until then the record is in flight.
+    if (header_kind(header) == RecordKind::none) return {RingStatus::would_block, RecordKind::none, 0};
+    const RecordKind kind = header_kind(header);
+    const uint32_t length = header_length(header);
+    switch (kind) {
+        case RecordKind::data:
+            if (length > max_payload_ || off + record_bytes(length) > capacity_) {
+                fail("record length " + std::to_string(length) + " at ring offset " + std::to_string(off) +
+                     " does not fit a ring of " + std::to_string(capacity_) + " bytes");
+                return {RingStatus::broken, kind, 0};
+            }
+            break;
+        case RecordKind::wrap:
+            if (length != 0 || off + kAlign != capacity_) {
+                fail("wrap marker at ring offset " + std::to_string(off) + " is not at the ring's end");
+                return {RingStatus::broken, kind, 0};
+            }
+            break;
+        case RecordKind::fin:
+            if (length != 0) {
+                fail("end-of-stream record carries a length");
+                return {RingStatus::broken, kind, 0};
+            }
+            break;
+        default:
+            fail("unknown record kind " + std::to_string(static_cast<uint32_t>(kind)) + " at ring offset " +
+                 std::to_string(off));
+            return {RingStatus::broken, kind, 0};
+    }
+    const uint32_t expected = footer_for(header, position);
+    const uint32_t footer = load_acquire(ring_ + off + footer_offset(length));
+    if (footer == expected) return {RingStatus::ok, kind, length};
+    if (footer == 0 || is_prefix_of(footer, expected)) return {RingStatus::would_block, kind, length};
+    fail("footer mismatch at ring offset " + std::to_string(off));
+    return {RingStatus::broken, kind, 0};
+}
+
+// Zero the consumed record so the next lap's footers can be trusted.
+void RingReader::release(uint64_t position, uint32_t length) {
+    std::memset(ring_ + (position & mask_), 0, record_bytes(length));
+}
+
+IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
+    IoResult r;
+    if (broken_) return {0, RingStatus::broken};
+    uint64_t pos = consumed_;
+    uint32_t partial = partial_;
+    bool eof = false;
+    size_t iov_off = 0;
+    while (iovcnt > 0 && iov->iov_len == 0) ++iov, --iovcnt;
+    while (iovcnt > 0) {
+        Record rec = inspect(pos);
+        if (rec.state != RingStatus::ok) break;
+        if (rec.kind == RecordKind::fin) {
+            eof = true;
+            break;
+        }
+        if (rec.kind == RecordKind::data) {
+            const uint8_t* src = ring_ + (pos & mask_) + kHeaderBytes + partial;
+            while (partial < rec.length && iovcnt > 0) {
+                size_t take = std::min<size_t>(rec.length - partial, iov->iov_len - iov_off);
+                std::memcpy(static_cast<uint8_t*>(iov->iov_base) + iov_off, src, take);
+                src += take;
+                partial += static_cast<uint32_t>(take);
+                r.bytes += take;
+                iov_off += take;
+                if (iov_off == iov->iov_len) ++iov, --iovcnt, iov_off = 0;
+            }
+            if (partial < rec.length) break;  // caller's buffer is full
+        }
+        if (consume) release(pos, rec.length);
+        pos += record_bytes(rec.length);
+        partial = 0;
+    }
+    if (consume) {
+        consumed_ = pos;
+        partial_ = partial;
+        if (consumed_ - published_ >= capacity_ / 8) flush_consumed();
+    }
+    if (r.bytes > 0) r.status = RingStatus::ok;
+    else if (broken_) r.status = RingStatus::broken;
+    else if (eof) r.status = RingStatus::eof;
+    else if (iovcnt > 0) r.status = RingStatus::would_block;
+    return r;
+}
+
+IoResult RingReader::skip(size_t len) {
+    // Reads into a scratch buffer; used rarely (MSG_TRUNC), so simplicity wins.
+    uint8_t scratch[4096];
+    IoResult total;
+    while (len > 0) {
+        IoResult r = read(scratch, std::min(len, sizeof scratch));
+        total.status = r.status;
+        total.bytes += r.bytes;
+        len -= r.bytes;
+        if (r.bytes == 0) break;
+    }
+    if (total.bytes > 0) total.status = RingStatus::ok;
+    return total;
+}
+
+RingStatus RingReader::poll() {
+    if (broken_) return RingStatus::broken;
+    // Bounded by one lap: footers bind positions, so a looping ring turns broken.
+    for (uint64_t pos = consumed_; pos - consumed_ < capacity_;) {
+        Record rec = inspect(pos);
+        if (rec.state != RingStatus::ok) return rec.state;
+        if (rec.kind == RecordKind::fin) return RingStatus::eof;
+        if (rec.kind == RecordKind::data && rec.length > (pos == consumed_ ? partial_ : 0)) return RingStatus::ok;
+        pos += record_bytes(rec.length);  // wrap marker or empty record
+    }
+    return RingStatus::would_block;
+}
+
+size_t RingReader::readable_bytes() {
+    size_t n = 0;
+    uint64_t pos = consumed_;
+    uint32_t partial = partial_;
+    while (!broken_ && pos - consumed_ < capacity_) {
+        Record rec = inspect(pos);
+        if (rec.state != RingStatus::ok || rec.kind == RecordKind::fin) break;
+        n += rec.length - partial;
+        partial = 0;
+        pos += record_bytes(rec.length);
+    }
+    return n;
+}
+
+bool RingReader::flush_consumed() {
+    if (consumed_ == published_) return true;
+    if (!publisher_.publish_consumed(consumed_)) return fail("transport failed to publish the consumed position");
+    published_ = consumed_;
+    return true;
+}
+
+}  // namespace rdmasock::ring

@@ -1,0 +1,77 @@
+// The receiving half of a ring: validates records the peer wrote into our memory
+// and serves them as a byte stream.
+//
+// Every length and footer is checked before use, so a hostile or corrupted ring
+// is reported as "broken" and never read out of bounds.
+//
+// Flow control is lazy: the consumed position is published only after an eighth
+// of the ring has been freed (or on request). A writer blocks only when fewer than
+// 24 bytes look free, so at that point at least 7/8 of the ring minus 24 bytes is
+// unread: the reader is guaranteed to cross the threshold if the application
+// keeps reading, and no per-record acknowledgement is needed.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <string>
+
+#include "record_sink.hpp"
+#include "ring_format.hpp"
+#include "ring_io.hpp"
+
+namespace rdmasock::ring {
+
+class RingReader {
+public:
+    RingReader(uint8_t* ring, uint64_t capacity, ConsumedPublisher& publisher);
+
+    // Copies up to the iovec's size out of complete records. consume=false peeks.
+    IoResult readv(const iovec* iov, int iovcnt, bool consume = true);
+    IoResult read(void* buf, size_t len) { return readv_one(buf, len, true); }
+    IoResult peek(void* buf, size_t len) { return readv_one(buf, len, false); }
+
+    // Discards up to len readable bytes (MSG_TRUNC-like helpers, doorbell-free drain).
+    IoResult skip(size_t len);
+
+    // What a read would report right now: ok (data ready), would_block, eof, broken.
+    RingStatus poll();
+    // Complete payload bytes readable now without waiting.
+    size_t readable_bytes();
+
+    // Publish the consumed position now (the writer asked for space).
+    bool flush_consumed();
+    // Consumed bytes the writer has not been told about yet.
+    uint64_t unpublished() const { return consumed_ - published_; }
+
+    uint64_t capacity() const { return capacity_; }
+    uint64_t consumed() const { return consumed_; }
+    RingStatus status() const { return broken_ ? RingStatus::broken : RingStatus::ok; }
+    const std::string& error() const { return error_; }
+
+private:
+    struct Record {
+        RingStatus state;  // ok: complete; would_block: not landed yet; broken
+        RecordKind kind;
+        uint32_t length;
+    };
+    Record inspect(uint64_t position);
+    void release(uint64_t position, uint32_t length);
+    IoResult readv_one(void* buf, size_t len, bool consume) {
+        iovec one{buf, len};
+        return readv(&one, 1, consume);
+    }
+    bool fail(std::string why);
+
+    uint8_t* ring_;
+    uint64_t capacity_;
+    uint64_t mask_;
+    uint32_t max_payload_;
+    ConsumedPublisher& publisher_;
+    uint64_t consumed_ = 0;   // absolute position of the current record
+    uint32_t partial_ = 0;    // payload bytes of the current record already delivered
+    uint64_t published_ = 0;  // last position told to the writer
+    bool broken_ = false;
+    std::string error_;
+};
+
+}  // namespace rdmasock::ring

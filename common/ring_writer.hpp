@@ -1,0 +1,54 @@
+// The sending half of a ring: turns a byte stream into framed records.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <string>
+
+#include "record_sink.hpp"
+#include "ring_format.hpp"
+#include "ring_io.hpp"
+
+namespace rdmasock::ring {
+
+class RingWriter {
+public:
+    // `consumed` is the reader's published consumed position, living in this
+    // process's memory (written by the peer); it is validated on every read.
+    RingWriter(uint64_t capacity, RecordSink& sink, const std::atomic<uint64_t>* consumed);
+
+    // Appends as much of the gathered bytes as fits, split into records; never
+    // blocks. bytes == 0 with would_block means the ring is full.
+    IoResult writev(const iovec* iov, int iovcnt);
+    IoResult write(const void* data, size_t len);
+
+    // End of stream for this direction (shutdown(SHUT_WR) / close).
+    RingStatus write_fin();
+
+    // True when at least one payload byte would fit now.
+    bool has_space();
+    uint64_t capacity() const { return capacity_; }
+    uint64_t written() const { return written_; }
+    RingStatus status() const { return status_; }
+    const std::string& error() const { return error_; }
+
+private:
+    bool refresh_consumed();
+    uint64_t free_bytes() const { return capacity_ - (written_ - consumed_); }
+    bool put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off, uint32_t length);
+    RingStatus fail(std::string why);
+
+    uint64_t capacity_;
+    uint64_t mask_;
+    uint32_t max_payload_;
+    RecordSink& sink_;
+    const std::atomic<uint64_t>* peer_consumed_;
+    uint64_t written_ = 0;   // absolute position of the next record
+    uint64_t consumed_ = 0;  // last validated value of *peer_consumed_
+    bool fin_sent_ = false;
+    RingStatus status_ = RingStatus::ok;
+    std::string error_;
+};
+
+}  // namespace rdmasock::ring

@@ -1,0 +1,75 @@
+// Two rings in one shared-memory segment: a full-duplex channel between two
+// processes on one host. The "remote write" of the ring protocol is a memcpy
+// straight into the peer's ring; ordering comes from the ring's release/acquire
+// footer and counter accesses.
+//
+// Segment layout (every part page aligned):
+//   [SegmentHeader][RingControl side 0][RingControl side 1][ring 0][ring 1]
+// Side s writes ring s and reads ring 1-s. RingControl s belongs to ring s.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "ring_reader.hpp"
+#include "ring_writer.hpp"
+#include "shm_segment.hpp"
+
+namespace rdmasock {
+
+// Per-ring shared state, each field on its own cache line (one writer each).
+struct RingControl {
+    alignas(64) std::atomic<uint64_t> consumed{0};       // reader -> writer: flow control
+    alignas(64) std::atomic<uint32_t> writer_waiting{0};  // writer sleeps until space frees
+    alignas(64) std::atomic<uint32_t> reader_waiting{0};  // reader sleeps until a record lands
+};
+
+class ShmChannel {
+public:
+    // Side 0: creates the segment. Its name goes to the peer in the handshake.
+    static std::unique_ptr<ShmChannel> create(uint64_t ring_capacity, std::string& err);
+    // Side 1: maps the segment named by the peer and validates its header.
+    static std::unique_ptr<ShmChannel> attach(const std::string& name, uint64_t ring_capacity, std::string& err);
+
+    ShmChannel(const ShmChannel&) = delete;
+    ShmChannel& operator=(const ShmChannel&) = delete;
+
+    const std::string& name() const { return segment_.name(); }
+    void unlink() { segment_.unlink(); }
+    int side() const { return side_; }
+
+    ring::RingWriter& writer() { return *writer_; }
+    ring::RingReader& reader() { return *reader_; }
+    RingControl& tx_control() { return *tx_control_; }  // the ring we write
+    RingControl& rx_control() { return *rx_control_; }  // the ring we read
+
+    static size_t segment_size(uint64_t ring_capacity);
+
+private:
+    ShmChannel(ShmSegment segment, int side, uint64_t capacity);
+
+    struct LocalSink final : ring::RecordSink {
+        uint8_t* ring = nullptr;
+        uint8_t* stage(uint64_t offset, uint64_t) override { return ring + offset; }
+        bool post(uint64_t, uint64_t) override { return true; }  // the footer's release store did it
+    };
+    struct CounterPublisher final : ring::ConsumedPublisher {
+        std::atomic<uint64_t>* counter = nullptr;
+        bool publish_consumed(uint64_t consumed) override {
+            counter->store(consumed, std::memory_order_release);
+            return true;
+        }
+    };
+
+    ShmSegment segment_;
+    int side_;
+    RingControl* tx_control_;
+    RingControl* rx_control_;
+    LocalSink sink_;
+    CounterPublisher publisher_;
+    std::unique_ptr<ring::RingWriter> writer_;
+    std::unique_ptr<ring::RingReader> reader_;
+};
+
+}  // namespace rdmasock

@@ -1,0 +1,53 @@
+// An in-process ring: the writer's sink is a memcpy target in the same address
+// space, exactly like the shared-memory transport but without a second process.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "ring_reader.hpp"
+#include "ring_writer.hpp"
+
+namespace rdmasock::test {
+
+struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
+    explicit LocalRing(uint64_t capacity)
+        : memory(capacity + 64, 0), ring(memory.data()),
+          writer(capacity, *this, &consumed), reader(ring, capacity, *this) {}
+
+    uint8_t* stage(uint64_t offset, uint64_t bytes) override {
+        last_staged = bytes;
+        return ring + offset;
+    }
+    bool post(uint64_t, uint64_t) override { return post_ok; }
+    bool publish_consumed(uint64_t c) override {
+        consumed.store(c, std::memory_order_release);
+        ++publications;
+        return true;
+    }
+
+    std::vector<uint8_t> memory;  // ring plus a guard area that must stay zero
+    uint8_t* ring;
+    std::atomic<uint64_t> consumed{0};
+    uint64_t last_staged = 0;
+    int publications = 0;
+    bool post_ok = true;
+    ring::RingWriter writer;
+    ring::RingReader reader;
+};
+
+// Deterministic stream content: byte at absolute stream offset o.
+inline uint8_t pattern_byte(uint64_t o) {
+    uint64_t x = (o / 8 + 1) * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 29;
+    return static_cast<uint8_t>(x >> (8 * (o % 8)));
+}
+
+inline std::vector<uint8_t> pattern(uint64_t from, size_t len) {
+    std::vector<uint8_t> v(len);
+    for (size_t i = 0; i < len; ++i) v[i] = pattern_byte(from + i);
+    return v;
+}
+
+}  // namespace rdmasock::test

@@ -32,7 +32,7 @@ BENCHES    := $(patsubst benchmarks/%.cpp,$(BUILD)/%,$(BENCH_SRC))
 LIB        := $(BUILD)/librdmasock.so
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: all test test-unit test-asan bench demo clean
+.PHONY: all test check test-unit test-asan asan bench demo clean
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -63,9 +63,15 @@ test-unit: $(UNIT)
 	$(UNIT)
 
 # The whole unit suite under AddressSanitizer + UndefinedBehaviorSanitizer.
-test-asan:
+asan:
 	$(MAKE) SAN=asan BUILD=build-asan OPT=-O1 build-asan/unit-tests
+
+test-asan: asan
 	RDMASOCK_TEST_RECORDS=$${RDMASOCK_TEST_RECORDS:-1000000} build-asan/unit-tests
+
+# What CI runs (README's test command): everything, plain and sanitized.
+check: all asan
+	BUILD=$(BUILD) scripts/run-tests --asan
 
 bench: all
 	$(BUILD)/pingpong

@@ -22,7 +22,7 @@ void round_trip(LocalRing& r, uint64_t& stream, size_t len) {
     std::vector<uint8_t> back(len + 16, 0xee);
     IoResult rd = r.reader.read(back.data(), back.size());
     REQUIRE(rd.bytes == len);
-    REQUIRE(std::memcmp(back.data(), data.data(), len) == 0);
+    REQUIRE(std::equal(data.begin(), data.end(), back.begin()));
     if (len > 0) REQUIRE(rd.status == RingStatus::ok);
     stream += len;
 }

@@ -1,0 +1,33 @@
+// RDMASOCK_* environment configuration. Every variable is validated; a bad value
+// produces a message naming the variable and the default is kept, so the
+// program carries on (over TCP when the transport setting itself is bad).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "log.hpp"
+
+namespace rdmasock {
+
+enum class TransportChoice { automatic, shm, rdma, tcp };
+
+struct Config {
+    TransportChoice transport = TransportChoice::automatic;
+    uint64_t ring_bytes = 1 << 20;     // RDMASOCK_RING_SIZE: per direction, power of two
+    uint32_t spin_us = 20;              // RDMASOCK_SPIN_US: busy-poll before sleeping
+    LogLevel log_level = LogLevel::warn;  // RDMASOCK_LOG
+    bool stats = false;                 // RDMASOCK_STATS
+    uint32_t handshake_timeout_ms = 10000;  // RDMASOCK_HANDSHAKE_TIMEOUT_MS
+    std::string fault;                  // RDMASOCK_FAULT: test-only fault injection point
+};
+
+// getenv is injected so tests can feed arbitrary values. Returns messages for
+// every rejected variable (empty when all is well).
+Config parse_config(const std::function<const char*(const char*)>& getenv_fn, std::vector<std::string>& errors);
+
+const char* to_string(TransportChoice t);
+
+}  // namespace rdmasock

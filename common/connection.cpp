@@ -1,0 +1,693 @@
+#include "connection.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "log.hpp"
+#include "shm_transport.hpp"
+
+namespace rdmasock {
+
+namespace {
+
+std::atomic<int> g_pid{0};
+
+int64_t now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+inline void cpu_relax() { __builtin_ia32_pause(); }
+
+size_t iov_total(const iovec* iov, int n) {
+    size_t t = 0;
+    for (int i = 0; i < n; ++i) t += iov[i].iov_len;
+    return t;
+}
+
+// A copy of an iovec array advanced by `skip` bytes (for resuming partial I/O).
+struct IovCursor {
+    iovec v[64];
+    int n = 0;
+    IovCursor(const iovec* iov, int cnt, size_t skip) {
+        for (int i = 0; i < cnt && n < 64; ++i) {
+            if (skip >= iov[i].iov_len) {
+                skip -= iov[i].iov_len;
+                continue;
+            }
+            v[n].iov_base = static_cast<uint8_t*>(iov[i].iov_base) + skip;
+            v[n].iov_len = iov[i].iov_len - skip;
+            skip = 0;
+            ++n;
+        }
+    }
+};
+
+void raise_sigpipe(int flags) {
+    if (!(flags & MSG_NOSIGNAL)) pthread_kill(pthread_self(), SIGPIPE);
+}
+
+}  // namespace
+
+int current_pid() {
+    int p = g_pid.load(std::memory_order_relaxed);
+    if (p == 0) {
+        p = static_cast<int>(getpid());
+        g_pid.store(p, std::memory_order_relaxed);
+    }
+    return p;
+}
+void refresh_current_pid() { g_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed); }
+
+const char* to_string(Phase p) {
+    switch (p) {
+        case Phase::undecided: return "undecided";
+        case Phase::offered: return "offered";
+        case Phase::accepted: return "accepted";
+        case Phase::strip_hello: return "strip_hello";
+        case Phase::upgraded: return "upgraded";
+        case Phase::plain: return "plain";
+        case Phase::failed: return "failed";
+    }
+    return "?";
+}
+
+Connection::Connection(int fd, Role role, bool nonblocking, const Config& config, const SocketOps& ops)
+    : fd_(fd), role_(role), nonblocking_(nonblocking), config_(config), ops_(ops) {
+    // A client stays plain unless set_offer() finds a shimmed peer.
+    if (role == Role::client) phase_.store(Phase::plain);
+}
+
+Connection::~Connection() = default;
+
+void Connection::set_offer(uint32_t offers) {
+    offers_ = offers;
+    phase_.store(offers ? Phase::undecided : Phase::plain, std::memory_order_release);
+}
+
+void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
+    if (recv_us >= 0) recv_timeout_us_ = recv_us;
+    if (send_us >= 0) send_timeout_us_ = send_us;
+}
+
+int64_t Connection::timeout_for(bool write) const {
+    int64_t t = write ? send_timeout_us_ : recv_timeout_us_;
+    return t > 0 ? t : -1;
+}
+
+bool Connection::owned_by_this_process() const { return owner_pid_ == 0 || owner_pid_ == current_pid(); }
+
+// ---------------------------------------------------------------- handshake
+
+handshake::ParseResult Connection::peek_message(bool* eof, bool* empty) {
+    uint8_t buf[handshake::kMaxMessage];
+    *eof = *empty = false;
+    ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) *eof = true;
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) *empty = true;
+        else *eof = true;  // the app's own next call reports the error
+    }
+    if (n <= 0) return {};
+    auto r = handshake::parse(buf, static_cast<size_t>(n));
+    if (r.status == handshake::Parse::need_more) {
+        int64_t now = now_us() / 1000;
+        if (need_more_since_ms_ == 0) need_more_since_ms_ = now;
+        if (now - need_more_since_ms_ > static_cast<int64_t>(config_.handshake_timeout_ms)) {
+            r.status = handshake::Parse::not_handshake;
+            r.why = "incomplete handshake message timed out";
+        }
+    } else {
+        need_more_since_ms_ = 0;
+    }
+    if (r.status == handshake::Parse::not_handshake && !r.why.empty())
+        RS_LOG(warn, "fd %d: ignoring malformed handshake (%s); bytes stay application data", fd_, r.why.c_str());
+    return r;
+}
+
+bool Connection::consume(size_t n) {
+    uint8_t buf[handshake::kMaxMessage];
+    while (n > 0) {
+        ssize_t r = ops_.recv(fd_, buf, std::min(n, sizeof buf), MSG_DONTWAIT);
+        if (r <= 0) return false;  // peeked bytes cannot vanish; treat as a broken stream
+        n -= static_cast<size_t>(r);
+    }
+    return true;
+}
+
+bool Connection::send_message(const handshake::Message& m) {
+    auto bytes = handshake::encode(m);
+    size_t sent = 0;
+    for (int spins = 0; sent < bytes.size() && spins < 1000; ++spins) {
+        ssize_t w = ops_.send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            sent += static_cast<size_t>(w);
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+        pollfd p{fd_, POLLOUT, 0};
+        ops_.poll(&p, 1, 10);
+    }
+    RS_LOG(debug, "fd %d: sent %s", fd_, handshake::to_string(m.type));
+    return sent == bytes.size();
+}
+
+void Connection::become_plain(const char* why) {
+    fallback_reason_ = why;
+    pending_.reset();
+    phase_.store(Phase::plain, std::memory_order_release);
+    RS_LOG(info, "fd %d: staying on tcp (%s)", fd_, why);
+}
+
+void Connection::become_failed(const char* why) {
+    fallback_reason_ = why;
+    pending_.reset();
+    phase_.store(Phase::failed, std::memory_order_release);
+    ::shutdown(fd_, SHUT_RDWR);
+    RS_LOG(warn, "fd %d: handshake violated (%s); connection reset", fd_, why);
+}
+
+void Connection::upgrade(std::unique_ptr<Transport> t) {
+    transport_ = std::move(t);
+    owner_pid_ = current_pid();
+    phase_.store(Phase::upgraded, std::memory_order_release);
+    RS_LOG(info, "fd %d: upgraded to %s", fd_, transport_->name());
+}
+
+bool Connection::progress_client_offer() {
+    pollfd p{fd_, POLLOUT, 0};
+    if (ops_.poll(&p, 1, 0) < 0) return false;
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) {
+        become_plain("connect failed");
+        return true;
+    }
+    if (!(p.revents & POLLOUT)) return false;  // still connecting
+    handshake::Message hello;
+    hello.type = handshake::Type::hello;
+    hello.offers = offers_;
+    hello.uid = static_cast<uint32_t>(geteuid());
+    hello.ring_bytes = config_.ring_bytes;
+    hello.boot_id = handshake::local_boot_id();
+    if (config_.fault == "client-hello" || !send_message(hello)) {
+        become_failed("could not send HELLO");
+        return true;
+    }
+    phase_.store(Phase::offered, std::memory_order_release);
+    return true;
+}
+
+bool Connection::progress_client_reply() {
+    bool eof, empty;
+    auto r = peek_message(&eof, &empty);
+    if (empty || r.status == handshake::Parse::need_more) return false;
+    if (eof) {
+        become_plain("server closed during the handshake");
+        return true;
+    }
+    if (r.status == handshake::Parse::not_handshake) {
+        become_plain("server does not speak the protocol");
+        return true;
+    }
+    const auto& m = r.message;
+    if (m.type == handshake::Type::decline) {
+        consume(r.consumed);
+        become_plain(handshake::to_string(m.reason));
+        return true;
+    }
+    if (m.type != handshake::Type::accept || m.version != handshake::kVersion) {
+        consume(r.consumed);
+        become_failed("unexpected reply to HELLO");
+        return true;
+    }
+    consume(r.consumed);
+    std::string err;
+    std::unique_ptr<ShmChannel> ch;
+    if (m.transport == handshake::kOfferShm && config_.fault != "client-attach")
+        ch = ShmChannel::attach(m.name, m.ring_bytes, err);
+    else err = "transport not offered";
+    handshake::Message reply;
+    if (!ch) {
+        reply.type = handshake::Type::abort;
+        reply.reason = handshake::Reason::setup_failed;
+        if (!send_message(reply)) become_failed("could not send ABORT");
+        else become_plain(("could not map the server's segment: " + err).c_str());
+        return true;
+    }
+    ch->unlink();  // both sides have it mapped now; the name has done its job
+    reply.type = handshake::Type::ready;
+    if (!send_message(reply)) {
+        become_failed("could not send READY");
+        return true;
+    }
+    upgrade(std::make_unique<ShmTransport>(std::move(ch)));
+    return true;
+}
+
+bool Connection::progress_server_hello(bool app_wants_to_write) {
+    bool eof, empty;
+    auto r = peek_message(&eof, &empty);
+    if (empty) {
+        if (!app_wants_to_write) return false;
+        // The app speaks first: its bytes go out on TCP now; a shimmed client
+        // will see them instead of a reply and stay on TCP too.
+        phase_.store(Phase::strip_hello, std::memory_order_release);
+        return true;
+    }
+    if (r.status == handshake::Parse::need_more) return false;
+    if (eof || r.status == handshake::Parse::not_handshake || r.message.type != handshake::Type::hello) {
+        become_plain(eof ? "client closed before sending" : "client does not speak the protocol");
+        return true;
+    }
+    consume(r.consumed);
+    const auto& m = r.message;
+    handshake::Message reply;
+    reply.type = handshake::Type::decline;
+    if (m.version != handshake::kVersion) reply.reason = handshake::Reason::bad_version;
+    else if (config_.transport == TransportChoice::tcp) reply.reason = handshake::Reason::disabled;
+    else if (!(m.offers & handshake::kOfferShm)) reply.reason = handshake::Reason::no_transport;
+    else if (m.uid != static_cast<uint32_t>(geteuid())) reply.reason = handshake::Reason::other_user;
+    else if (m.boot_id != handshake::local_boot_id()) reply.reason = handshake::Reason::other_host;
+    else if (config_.fault == "server-setup") reply.reason = handshake::Reason::setup_failed;
+    if (reply.reason == handshake::Reason::none) {
+        uint64_t ring = ring::valid_capacity(m.ring_bytes) ? std::min(m.ring_bytes, config_.ring_bytes) : config_.ring_bytes;
+        std::string err;
+        auto ch = ShmChannel::create(ring, err);
+        if (!ch) {
+            RS_LOG(warn, "fd %d: cannot create a shared-memory segment: %s", fd_, err.c_str());
+            reply.reason = handshake::Reason::setup_failed;
+        } else {
+            reply.type = handshake::Type::accept;
+            reply.transport = handshake::kOfferShm;
+            reply.ring_bytes = ring;
+            reply.name = ch->name();
+            pending_ = std::make_unique<ShmTransport>(std::move(ch));
+        }
+    }
+    if (!send_message(reply)) {
+        become_failed("could not send the reply to HELLO");
+        return true;
+    }
+    if (reply.type == handshake::Type::decline) become_plain(handshake::to_string(reply.reason));
+    else phase_.store(Phase::accepted, std::memory_order_release);
+    return true;
+}
+
+bool Connection::progress_server_ready() {
+    bool eof, empty;
+    auto r = peek_message(&eof, &empty);
+    if (empty || r.status == handshake::Parse::need_more) return false;
+    if (eof) {
+        become_plain("client closed during the handshake");
+        return true;
+    }
+    if (r.status != handshake::Parse::complete ||
+        (r.message.type != handshake::Type::ready && r.message.type != handshake::Type::abort)) {
+        become_failed("expected READY or ABORT after ACCEPT");
+        return true;
+    }
+    consume(r.consumed);
+    if (r.message.type == handshake::Type::abort) {
+        become_plain("client could not map the transport");
+        return true;
+    }
+    auto* shm = static_cast<ShmTransport*>(pending_.get());
+    shm->channel().unlink();
+    upgrade(std::move(pending_));
+    return true;
+}
+
+bool Connection::progress_strip_hello() {
+    bool eof, empty;
+    auto r = peek_message(&eof, &empty);
+    if (empty || r.status == handshake::Parse::need_more) return false;
+    if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);
+    become_plain("application spoke first");
+    return true;
+}
+
+bool Connection::progress() {
+    Phase ph = phase();
+    if (ph == Phase::plain || ph == Phase::upgraded || ph == Phase::failed) return false;
+    std::lock_guard<std::mutex> lk(handshake_mu_);
+    switch (phase()) {
+        case Phase::undecided:
+            return role_ == Role::client ? progress_client_offer() : progress_server_hello(false);
+        case Phase::offered: return progress_client_reply();
+        case Phase::accepted: return progress_server_ready();
+        case Phase::strip_hello: return progress_strip_hello();
+        default: return false;
+    }
+}
+
+// Drives the handshake to a phase where the app's call can proceed.
+bool Connection::settle(int flags, bool for_write) {
+    const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
+    const int64_t timeout = timeout_for(for_write);
+    const int64_t start = now_us();
+    for (;;) {
+        {
+            std::lock_guard<std::mutex> lk(handshake_mu_);
+            if (role_ == Role::server && phase() == Phase::undecided) progress_server_hello(for_write);
+        }
+        while (progress()) {}
+        Phase ph = phase();
+        if (ph == Phase::upgraded || ph == Phase::plain || ph == Phase::failed) return true;
+        if (for_write && ph == Phase::strip_hello) return true;
+        if (nb) {
+            errno = EAGAIN;
+            return false;
+        }
+        int ms = -1;
+        if (timeout > 0) {
+            int64_t left = timeout - (now_us() - start);
+            if (left <= 0) {
+                errno = EAGAIN;
+                return false;
+            }
+            ms = static_cast<int>((left + 999) / 1000);
+        }
+        if (need_more_since_ms_) ms = ms < 0 ? 100 : std::min(ms, 100);  // re-check the partial-message timer
+        short ev = (role_ == Role::client && ph == Phase::undecided) ? POLLOUT : POLLIN;
+        pollfd p{fd_, ev, 0};
+        ops_.poll(&p, 1, ms);
+    }
+}
+
+// ---------------------------------------------------------------- data path
+
+ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
+    if (!settle(flags, true)) return -1;
+    switch (phase()) {
+        case Phase::failed: errno = ECONNRESET; return -1;
+        case Phase::upgraded: return ring_send(iov, iovcnt, flags);
+        default: break;  // plain or strip_hello: the kernel carries it
+    }
+    msghdr mh{};
+    mh.msg_iov = const_cast<iovec*>(iov);
+    mh.msg_iovlen = static_cast<size_t>(iovcnt);
+    return ops_.sendmsg(fd_, &mh, flags);
+}
+
+ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
+    if (!settle(flags, false)) return -1;
+    switch (phase()) {
+        case Phase::failed: errno = ECONNRESET; return -1;
+        case Phase::upgraded: return ring_recv(iov, iovcnt, flags);
+        default: break;
+    }
+    msghdr mh{};
+    mh.msg_iov = const_cast<iovec*>(iov);
+    mh.msg_iovlen = static_cast<size_t>(iovcnt);
+    return ops_.recvmsg(fd_, &mh, flags);
+}
+
+void Connection::ring_doorbell() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!transport_->take_peer_reader_waiting()) return;
+    char b = 1;
+    if (ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && (errno == EPIPE || errno == ECONNRESET))
+        peer_reset_.store(true);
+}
+
+ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
+    std::lock_guard<std::mutex> lk(write_mu_);
+    if (!owned_by_this_process()) {
+        errno = EIO;  // documented: an upgraded connection belongs to the process that upgraded it
+        return -1;
+    }
+    const size_t want = iov_total(iov, iovcnt);
+    const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
+    auto& w = transport_->writer();
+    size_t total = 0;
+    for (;;) {
+        if (shut_wr_ || peer_reset_.load() || w.status() == ring::RingStatus::broken) {
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = shut_wr_ || peer_reset_.load() ? EPIPE : ECONNRESET;
+            if (errno == EPIPE) raise_sigpipe(flags);
+            return -1;
+        }
+        IovCursor cur(iov, iovcnt, total);
+        auto r = w.writev(cur.v, cur.n);
+        if (r.bytes > 0) {
+            total += r.bytes;
+            tx_bytes_ += r.bytes;
+            ring_doorbell();
+            if (total == want) return static_cast<ssize_t>(total);
+            continue;
+        }
+        if (r.status == ring::RingStatus::broken) {
+            RS_LOG(warn, "fd %d: send ring broken: %s", fd_, w.error().c_str());
+            continue;
+        }
+        if (want == 0) return 0;
+        if (nb) {
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EAGAIN;
+            return -1;
+        }
+        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || peer_closed_.load(); }, false,
+                            timeout_for(true));
+        if (res == Wait::timeout) {
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EAGAIN;
+            return -1;
+        }
+        if (peer_closed_.load() && !w.has_space()) peer_reset_.store(true);  // nobody will ever read
+    }
+}
+
+ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
+    std::lock_guard<std::mutex> lk(read_mu_);
+    if (!owned_by_this_process()) {
+        errno = EIO;
+        return -1;
+    }
+    if (shut_rd_) return 0;
+    const bool peek = flags & MSG_PEEK;
+    const bool waitall = (flags & MSG_WAITALL) && !peek;
+    const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
+    const size_t want = iov_total(iov, iovcnt);
+    auto& rd = transport_->reader();
+    size_t total = 0;
+    for (;;) {
+        IovCursor cur(iov, iovcnt, total);
+        auto r = rd.readv(cur.v, cur.n, !peek);
+        if (r.bytes > 0) {
+            total += r.bytes;
+            if (!peek) {
+                rx_bytes_ += r.bytes;
+                if (rd.unpublished() == 0) {  // we just told the writer about free space
+                    std::atomic_thread_fence(std::memory_order_seq_cst);
+                    if (transport_->take_peer_writer_waiting()) {
+                        char b = 1;
+                        ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                    }
+                }
+            }
+            if (!waitall || total == want) return static_cast<ssize_t>(total);
+            continue;
+        }
+        if (want == 0) return 0;
+        if (r.status == ring::RingStatus::eof) return static_cast<ssize_t>(total);
+        if (r.status == ring::RingStatus::broken) {
+            RS_LOG(warn, "fd %d: receive ring broken: %s", fd_, rd.error().c_str());
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = ECONNRESET;
+            return -1;
+        }
+        if (peer_reset_.load() && !peer_closed_.load()) {
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = ECONNRESET;
+            return -1;
+        }
+        if (peer_closed_.load()) return static_cast<ssize_t>(total);  // EOF after the last record
+        if (nb) {
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EAGAIN;
+            return -1;
+        }
+        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load(); },
+                            true, timeout_for(false));
+        if (res == Wait::timeout) {
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+}
+
+size_t Connection::readable_bytes() {
+    if (phase() != Phase::upgraded) return 0;
+    std::lock_guard<std::mutex> lk(read_mu_);
+    return transport_->reader().readable_bytes();
+}
+
+// ---------------------------------------------------------------- waiting
+
+void Connection::arm_side(bool reader) {
+    std::lock_guard<std::mutex> lk(arm_mu_);
+    if (reader) ++reader_sleepers_, transport_->set_reader_waiting(true);
+    else ++writer_sleepers_, transport_->set_writer_waiting(true);
+}
+
+void Connection::disarm_side(bool reader) {
+    std::lock_guard<std::mutex> lk(arm_mu_);
+    if (reader) {
+        if (--reader_sleepers_ == 0) transport_->set_reader_waiting(false);
+    } else if (--writer_sleepers_ == 0) {
+        transport_->set_writer_waiting(false);
+    }
+}
+
+void Connection::drain_locked() {
+    char buf[256];
+    for (;;) {
+        ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) continue;
+        if (n == 0) peer_closed_.store(true);
+        else if (errno == EINTR) continue;
+        else if (errno != EAGAIN && errno != EWOULDBLOCK) peer_reset_.store(true);
+        return;
+    }
+}
+
+template <class Ready>
+Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_us) {
+    const int64_t start = now_us();
+    const int64_t spin_end = start + config_.spin_us;
+    do {
+        for (int i = 0; i < 64; ++i) {
+            if (ready()) return Wait::ready;
+            cpu_relax();
+        }
+    } while (now_us() < spin_end);
+    for (;;) {
+        arm_side(reader);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        std::unique_lock<std::mutex> lk(drain_mu_);
+        if (ready()) {
+            lk.unlock();
+            disarm_side(reader);
+            return Wait::ready;
+        }
+        int ms = -1;
+        if (timeout_us > 0) {
+            int64_t left = timeout_us - (now_us() - start);
+            if (left <= 0) {
+                lk.unlock();
+                disarm_side(reader);
+                return Wait::timeout;
+            }
+            ms = static_cast<int>((left + 999) / 1000);
+        }
+        pollfd p{fd_, POLLIN, 0};
+        int rc = ops_.poll(&p, 1, ms);
+        if (rc > 0) drain_locked();
+        lk.unlock();
+        disarm_side(reader);
+        if (ready()) return Wait::ready;
+        // EINTR: a blocking socket call restarts, as with SA_RESTART.
+    }
+}
+
+short Connection::ready_events(short wanted, short* kernel_events) {
+    while (progress()) {}
+    *kernel_events = 0;
+    const short in = wanted & (POLLIN | POLLRDNORM);
+    const short out = wanted & (POLLOUT | POLLWRNORM);
+    switch (phase()) {
+        case Phase::plain: *kernel_events = wanted; return 0;
+        case Phase::failed: return static_cast<short>(POLLERR | POLLHUP | in | out);
+        case Phase::upgraded: break;
+        case Phase::undecided:
+            if (role_ == Role::client) {
+                *kernel_events = POLLOUT;  // still connecting
+                return 0;
+            }
+            [[fallthrough]];
+        case Phase::strip_hello:
+            // A server may write before the client spoke; reads wait for the first bytes.
+            *kernel_events = static_cast<short>(POLLIN | out);
+            return 0;
+        default: *kernel_events = POLLIN; return 0;  // waiting for a handshake reply
+    }
+    *kernel_events = POLLIN;  // doorbells and EOF
+    short r = 0;
+    auto st = transport_->reader().poll();
+    const bool closed = peer_closed_.load(), reset = peer_reset_.load();
+    if (st == ring::RingStatus::ok) r |= in;
+    else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
+        r |= static_cast<short>(in | (wanted & POLLRDHUP));
+    else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
+    if (out && (transport_->writer().has_space() || closed || reset)) r |= out;
+    if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
+    if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
+    return r;
+}
+
+int Connection::arm(short wanted) {
+    if (phase() != Phase::upgraded) return 0;
+    int token = 0;
+    if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) arm_side(true), token |= 1;
+    if (wanted & (POLLOUT | POLLWRNORM)) arm_side(false), token |= 2;
+    return token;
+}
+
+void Connection::disarm(int token) {
+    if (token & 1) disarm_side(true);
+    if (token & 2) disarm_side(false);
+}
+
+bool Connection::try_begin_sleep() { return phase() != Phase::upgraded || drain_mu_.try_lock(); }
+
+void Connection::end_sleep(bool owned) {
+    if (phase() != Phase::upgraded) return;
+    if (owned) {
+        drain_locked();
+        drain_mu_.unlock();
+    }
+}
+
+// ---------------------------------------------------------------- teardown
+
+int Connection::shutdown(int how) {
+    if (phase() != Phase::upgraded) return 0;
+    if (how == SHUT_RD || how == SHUT_RDWR) shut_rd_ = true;
+    if ((how == SHUT_WR || how == SHUT_RDWR) && !shut_wr_) {
+        std::lock_guard<std::mutex> lk(write_mu_);
+        shut_wr_ = true;
+        if (owned_by_this_process()) {
+            // The FIN record follows the data in the ring; wait briefly for space.
+            for (int i = 0; i < 1000 && transport_->writer().write_fin() == ring::RingStatus::would_block; ++i) usleep(1000);
+            ring_doorbell();
+        }
+    }
+    return 0;
+}
+
+void Connection::close_last_reference() {
+    if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_) {
+        std::lock_guard<std::mutex> lk(write_mu_);
+        // Best effort: if the ring is full the kernel's FIN still ends the stream.
+        if (transport_->writer().write_fin() == ring::RingStatus::ok) ring_doorbell();
+        shut_wr_ = true;
+    }
+}
+
+std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {
+    char buf[256];
+    const char* transport = phase() == Phase::upgraded ? transport_->name() : "tcp";
+    snprintf(buf, sizeof buf, "stats fd=%d role=%s transport=%s tx_bytes=%llu rx_bytes=%llu%s%s", fd_,
+             role_ == Role::client ? "client" : "server", transport, static_cast<unsigned long long>(tx_bytes_ + plain_tx),
+             static_cast<unsigned long long>(rx_bytes_ + plain_rx), fallback_reason_.empty() ? "" : " reason=",
+             fallback_reason_.empty() ? "" : fallback_reason_.c_str());
+    return buf;
+}
+
+}  // namespace rdmasock

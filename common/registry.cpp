@@ -1,0 +1,90 @@
+#include "registry.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstddef>
+#include <cstring>
+
+namespace rdmasock::registry {
+
+namespace {
+
+socklen_t entry_name(uint16_t port, sockaddr_un& a) {
+    std::memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    int n = std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "rdmasock/tcp/%u", port);
+    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+}
+
+bool is_loopback(const sockaddr* a) {
+    if (a->sa_family == AF_INET)
+        return (ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr) >> 24) == 127;
+    if (a->sa_family == AF_INET6) {
+        const auto& s6 = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(&s6)) return true;
+        if (IN6_IS_ADDR_V4MAPPED(&s6)) return s6.s6_addr[12] == 127;
+    }
+    return false;
+}
+
+bool same_ip(const sockaddr* a, const sockaddr* b) {
+    if (a->sa_family != b->sa_family) return false;
+    if (a->sa_family == AF_INET)
+        return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
+               reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
+    if (a->sa_family == AF_INET6)
+        return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
+                           &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, 16) == 0;
+    return false;
+}
+
+}  // namespace
+
+int publish(uint16_t port) {
+    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_un a;
+    socklen_t len = entry_name(port, a);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+        ::close(fd);  // EADDRINUSE: another shimmed listener already published it
+        return -1;
+    }
+    return fd;
+}
+
+bool is_published(uint16_t port) {
+    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_un a;
+    socklen_t len = entry_name(port, a);
+    int saved = errno;
+    bool taken = ::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 && errno == EADDRINUSE;
+    ::close(fd);
+    errno = saved;
+    return taken;
+}
+
+bool same_host(int connected_fd, const sockaddr* peer, socklen_t len) {
+    if (!peer || len < sizeof(sockaddr_in)) return false;
+    if (is_loopback(peer)) return true;
+    sockaddr_storage local{};
+    socklen_t llen = sizeof local;
+    if (::getsockname(connected_fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0) return false;
+    return same_ip(reinterpret_cast<sockaddr*>(&local), peer);
+}
+
+uint16_t port_of(const sockaddr* addr, socklen_t len) {
+    if (!addr) return 0;
+    if (addr->sa_family == AF_INET && len >= sizeof(sockaddr_in))
+        return ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port);
+    if (addr->sa_family == AF_INET6 && len >= sizeof(sockaddr_in6))
+        return ntohs(reinterpret_cast<const sockaddr_in6*>(addr)->sin6_port);
+    return 0;
+}
+
+}  // namespace rdmasock::registry

@@ -1,0 +1,66 @@
+#include "fd_table.hpp"
+
+#include <mutex>
+
+namespace rdmasock {
+
+namespace {
+struct SpinGuard {
+    std::atomic<bool>& l;
+    explicit SpinGuard(std::atomic<bool>& lock) : l(lock) {
+        while (l.exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
+    }
+    ~SpinGuard() { l.store(false, std::memory_order_release); }
+};
+std::mutex g_chunk_mu;
+}  // namespace
+
+FdTable::Slot* FdTable::slot(int fd, bool create) const {
+    if (fd < 0 || fd >= kMaxFd) return nullptr;
+    auto& c = chunks_[fd / kChunk];
+    Slot* chunk = c.load(std::memory_order_acquire);
+    if (!chunk && create) {
+        std::lock_guard<std::mutex> lk(g_chunk_mu);
+        chunk = c.load(std::memory_order_acquire);
+        if (!chunk) {
+            chunk = new Slot[kChunk];
+            c.store(chunk, std::memory_order_release);
+        }
+    }
+    return chunk ? &chunk[fd % kChunk] : nullptr;
+}
+
+bool FdTable::contains(int fd) const {
+    Slot* s = slot(fd, false);
+    return s && s->present.load(std::memory_order_relaxed);
+}
+
+std::shared_ptr<Socket> FdTable::get(int fd) const {
+    Slot* s = slot(fd, false);
+    if (!s || !s->present.load(std::memory_order_relaxed)) return nullptr;
+    SpinGuard g(s->lock);
+    return s->sock;
+}
+
+void FdTable::put(int fd, std::shared_ptr<Socket> sock) {
+    Slot* s = slot(fd, true);
+    if (!s) return;  // beyond the table: the socket simply stays plain
+    SpinGuard g(s->lock);
+    s->sock = std::move(sock);
+    s->present.store(true, std::memory_order_relaxed);
+}
+
+std::shared_ptr<Socket> FdTable::take(int fd) {
+    Slot* s = slot(fd, false);
+    if (!s || !s->present.load(std::memory_order_relaxed)) return nullptr;
+    SpinGuard g(s->lock);
+    s->present.store(false, std::memory_order_relaxed);
+    return std::move(s->sock);
+}
+
+FdTable& fd_table() {
+    static FdTable* t = new FdTable();  // never destroyed: interposers run during exit
+    return *t;
+}
+
+}  // namespace rdmasock

@@ -1,0 +1,146 @@
+// Data interposers: find the connection, call it. An fd the shim does not
+// manage, or a connection that stayed on TCP, goes straight to libc.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "real_calls.hpp"
+#include "shim_state.hpp"
+
+using namespace rdmasock;
+using rdmasock::real::calls;
+
+namespace {
+
+// The connection of an fd whose bytes the shim carries, or null.
+Connection* active(int fd, std::shared_ptr<Socket>& hold) {
+    if (!fd_table().contains(fd)) return nullptr;
+    hold = fd_table().get(fd);
+    if (!hold || !hold->conn || hold->conn->is_plain()) return nullptr;
+    return hold->conn.get();
+}
+
+// Counts bytes of a tracked socket that stayed on TCP, for the statistics line.
+ssize_t count(int fd, ssize_t n, bool tx) {
+    if (n > 0 && shim::config().stats && fd_table().contains(fd))
+        if (auto s = fd_table().get(fd)) (tx ? s->plain_tx : s->plain_rx).fetch_add(static_cast<uint64_t>(n));
+    return n;
+}
+
+ssize_t recv_one(Connection* c, void* buf, size_t n, int flags) {
+    iovec v{buf, n};
+    return c->recv(&v, 1, flags);
+}
+
+ssize_t send_one(Connection* c, const void* buf, size_t n, int flags) {
+    iovec v{const_cast<void*>(buf), n};
+    return c->send(&v, 1, flags);
+}
+
+}  // namespace
+
+extern "C" {
+
+ssize_t read(int fd, void* buf, size_t n) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return recv_one(c, buf, n, 0);
+    return count(fd, calls().read(fd, buf, n), false);
+}
+
+ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+    if (n > buflen) abort();  // what glibc's fortified read does on overflow
+    return read(fd, buf, n);
+}
+
+ssize_t readv(int fd, const iovec* iov, int cnt) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return c->recv(iov, cnt, 0);
+    return count(fd, calls().readv(fd, iov, cnt), false);
+}
+
+ssize_t recv(int fd, void* buf, size_t n, int flags) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return recv_one(c, buf, n, flags);
+    return count(fd, calls().recv(fd, buf, n, flags), false);
+}
+
+ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
+    if (n > buflen) abort();
+    return recv(fd, buf, n, flags);
+}
+
+ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return recv_one(c, buf, n, flags);  // TCP leaves addr untouched
+    return count(fd, calls().recvfrom(fd, buf, n, flags, addr, len), false);
+}
+
+ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, sockaddr* addr, socklen_t* len) {
+    if (n > buflen) abort();
+    return recvfrom(fd, buf, n, flags, addr, len);
+}
+
+ssize_t recvmsg(int fd, msghdr* msg, int flags) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) {
+        ssize_t r = c->recv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+        if (r >= 0) {
+            msg->msg_controllen = 0;
+            msg->msg_flags = 0;
+        }
+        return r;
+    }
+    return count(fd, calls().recvmsg(fd, msg, flags), false);
+}
+
+ssize_t write(int fd, const void* buf, size_t n) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return send_one(c, buf, n, 0);
+    return count(fd, calls().write(fd, buf, n), true);
+}
+
+ssize_t writev(int fd, const iovec* iov, int cnt) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return c->send(iov, cnt, 0);
+    return count(fd, calls().writev(fd, iov, cnt), true);
+}
+
+ssize_t send(int fd, const void* buf, size_t n, int flags) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return send_one(c, buf, n, flags);
+    return count(fd, calls().send(fd, buf, n, flags), true);
+}
+
+ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return send_one(c, buf, n, flags);  // connected: addr ignored, as TCP does
+    return count(fd, calls().sendto(fd, buf, n, flags, addr, len), true);
+}
+
+ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
+    std::shared_ptr<Socket> h;
+    if (Connection* c = active(fd, h)) return c->send(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+    return count(fd, calls().sendmsg(fd, msg, flags), true);
+}
+
+ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t n) {
+    std::shared_ptr<Socket> h;
+    Connection* c = active(out_fd, h);
+    if (!c) return count(out_fd, calls().sendfile(out_fd, in_fd, offset, n), true);
+    // The ring is user memory: copy through a buffer, as a read+send would.
+    char buf[65536];
+    size_t chunk = n < sizeof buf ? n : sizeof buf;
+    ssize_t got = offset ? pread(in_fd, buf, chunk, *offset) : calls().read(in_fd, buf, chunk);
+    if (got <= 0) return got;
+    ssize_t sent = send_one(c, buf, static_cast<size_t>(got), 0);
+    if (sent > 0) {
+        if (offset) *offset += sent;
+        else if (sent < got) lseek(in_fd, sent - got, SEEK_CUR);
+    }
+    return sent;
+}
+
+ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t n) { return sendfile(out_fd, in_fd, offset, n); }
+
+}  // extern "C"

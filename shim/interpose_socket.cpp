@@ -1,0 +1,192 @@
+// Socket lifecycle interposers: which fds are TCP sockets, which connections
+// may upgrade, and when a stream ends. Each one calls the real function first
+// and only records what happened.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+
+#include "log.hpp"
+#include "real_calls.hpp"
+#include "registry.hpp"
+#include "shim_state.hpp"
+
+using namespace rdmasock;
+using rdmasock::real::calls;
+
+namespace {
+
+bool is_tcp(int domain, int type, int protocol) {
+    return (domain == AF_INET || domain == AF_INET6) && (type & 0xf) == SOCK_STREAM &&
+           (protocol == 0 || protocol == IPPROTO_TCP);
+}
+
+std::shared_ptr<Connection> new_connection(int fd, Role role, bool nonblocking) {
+    return std::make_shared<Connection>(fd, role, nonblocking, shim::config(), real::socket_ops());
+}
+
+// A dup'ed fd shares the socket; an fd number being replaced loses its reference.
+void forget_fd(int fd) {
+    if (auto s = fd_table().take(fd)) shim::release_socket(s);
+}
+
+int track_dup(int oldfd, int newfd) {
+    if (newfd < 0) return newfd;
+    if (auto s = fd_table().get(oldfd)) {
+        s->fd_refs.fetch_add(1);
+        fd_table().put(newfd, s);
+    }
+    return newfd;
+}
+
+}  // namespace
+
+extern "C" {
+
+int socket(int domain, int type, int protocol) {
+    int fd = calls().socket(domain, type, protocol);
+    if (fd >= 0 && is_tcp(domain, type, protocol)) {
+        auto s = std::make_shared<Socket>();
+        s->nonblocking = type & SOCK_NONBLOCK;
+        fd_table().put(fd, std::move(s));
+    }
+    return fd;
+}
+
+int connect(int fd, const sockaddr* addr, socklen_t len) {
+    int r = calls().connect(fd, addr, len);
+    int saved = errno;
+    auto s = fd_table().get(fd);
+    if (s && !s->conn && (r == 0 || errno == EINPROGRESS)) {
+        auto c = new_connection(fd, Role::client, s->nonblocking);
+        const Config& cfg = shim::config();
+        uint16_t port = registry::port_of(addr, len);
+        bool offer = cfg.transport != TransportChoice::tcp && cfg.transport != TransportChoice::rdma && port &&
+                     registry::same_host(fd, addr, len) && registry::is_published(port);
+        if (offer) c->set_offer(handshake::kOfferShm);
+        RS_LOG(debug, "fd %d: connect to port %u, %s", fd, port, offer ? "offering shm" : "plain tcp");
+        s->conn = std::move(c);
+    }
+    errno = saved;
+    return r;
+}
+
+int listen(int fd, int backlog) {
+    int r = calls().listen(fd, backlog);
+    auto s = r == 0 ? fd_table().get(fd) : nullptr;
+    if (s && !s->listening) {
+        s->listening = true;
+        sockaddr_storage a{};
+        socklen_t len = sizeof a;
+        if (shim::config().transport != TransportChoice::tcp &&
+            getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+            s->registry_fd = registry::publish(registry::port_of(reinterpret_cast<sockaddr*>(&a), len));
+    }
+    return r;
+}
+
+static int accepted(int listen_fd, int fd, int flags) {
+    if (fd < 0) return fd;
+    auto l = fd_table().get(listen_fd);
+    if (l && l->listening) {
+        auto s = std::make_shared<Socket>();
+        s->nonblocking = flags & SOCK_NONBLOCK;
+        s->conn = new_connection(fd, Role::server, s->nonblocking);
+        fd_table().put(fd, std::move(s));
+    }
+    return fd;
+}
+
+int accept(int fd, sockaddr* addr, socklen_t* len) { return accepted(fd, calls().accept(fd, addr, len), 0); }
+
+int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+    return accepted(fd, calls().accept4(fd, addr, len, flags), flags);
+}
+
+int close(int fd) {
+    if (fd_table().contains(fd)) forget_fd(fd);
+    return calls().close(fd);
+}
+
+int shutdown(int fd, int how) {
+    auto s = fd_table().get(fd);
+    if (s && s->conn && !s->conn->is_plain()) {
+        // Upgraded: the FIN travels in the ring; the kernel socket stays open for doorbells.
+        if (s->conn->phase() == Phase::upgraded) return s->conn->shutdown(how);
+    }
+    return calls().shutdown(fd, how);
+}
+
+int dup(int fd) { return track_dup(fd, calls().dup(fd)); }
+
+int dup2(int oldfd, int newfd) {
+    if (oldfd != newfd && fd_table().contains(newfd)) forget_fd(newfd);
+    return track_dup(oldfd, calls().dup2(oldfd, newfd));
+}
+
+int dup3(int oldfd, int newfd, int flags) {
+    if (oldfd != newfd && fd_table().contains(newfd)) forget_fd(newfd);
+    return track_dup(oldfd, calls().dup3(oldfd, newfd, flags));
+}
+
+int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void* arg = va_arg(ap, void*);  // every fcntl argument fits a pointer-sized slot
+    va_end(ap);
+    int r = calls().fcntl(fd, cmd, arg);
+    if (r < 0 || !fd_table().contains(fd)) return r;
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return track_dup(fd, r);
+    if (cmd == F_SETFL) {
+        if (auto s = fd_table().get(fd)) {
+            bool nb = reinterpret_cast<intptr_t>(arg) & O_NONBLOCK;
+            s->nonblocking = nb;
+            if (s->conn) s->conn->set_nonblocking(nb);
+        }
+    }
+    return r;
+}
+
+int fcntl64(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    return fcntl(fd, cmd, arg);
+}
+
+int ioctl(int fd, unsigned long request, ...) {
+    va_list ap;
+    va_start(ap, request);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    if (fd_table().contains(fd)) {
+        auto s = fd_table().get(fd);
+        if (s && request == FIONBIO && arg) {
+            s->nonblocking = *static_cast<int*>(arg) != 0;
+            if (s->conn) s->conn->set_nonblocking(s->nonblocking);
+        }
+        if (s && s->conn && s->conn->phase() == Phase::upgraded && request == FIONREAD && arg) {
+            *static_cast<int*>(arg) = static_cast<int>(s->conn->readable_bytes());
+            return 0;
+        }
+    }
+    return calls().ioctl(fd, request, arg);
+}
+
+int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
+    int r = calls().setsockopt(fd, level, name, value, len);
+    if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(timeval)) {
+        if (auto s = fd_table().get(fd); s && s->conn) {
+            auto* tv = static_cast<const timeval*>(value);
+            int64_t us = static_cast<int64_t>(tv->tv_sec) * 1000000 + tv->tv_usec;
+            s->conn->set_timeouts(name == SO_RCVTIMEO ? us : -1, name == SO_SNDTIMEO ? us : -1);
+        }
+    }
+    return r;
+}
+
+}  // extern "C"

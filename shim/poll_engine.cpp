@@ -1,0 +1,125 @@
+#include "poll_engine.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <vector>
+
+#include "real_calls.hpp"
+#include "shim_state.hpp"
+
+namespace rdmasock::shim {
+
+int64_t now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+namespace {
+
+struct Tracked {
+    nfds_t idx;
+    std::shared_ptr<Socket> sock;
+    short kernel_events = 0;
+    short ready = 0;
+    int token = 0;
+    bool owned = false;
+};
+
+int sleep_in_kernel(pollfd* k, nfds_t n, int64_t timeout_us, const sigset_t* mask) {
+    if (!mask) return real::calls().poll(k, n, timeout_us < 0 ? -1 : static_cast<int>((timeout_us + 999) / 1000));
+    timespec ts{timeout_us / 1000000, (timeout_us % 1000000) * 1000};
+    return real::calls().ppoll(k, n, timeout_us < 0 ? nullptr : &ts, mask);
+}
+
+// Ring readiness of every tracked fd; returns how many are ready.
+int evaluate_rings(std::vector<Tracked>& t, const pollfd* fds) {
+    int ready = 0;
+    for (auto& e : t) {
+        e.ready = e.sock->conn->ready_events(fds[e.idx].events, &e.kernel_events);
+        ready += e.ready != 0;
+    }
+    return ready;
+}
+
+// Rings plus a zero-timeout kernel poll; writes revents and returns the count.
+int full_check(std::vector<Tracked>& t, pollfd* fds, std::vector<pollfd>& k, nfds_t n) {
+    evaluate_rings(t, fds);
+    for (nfds_t i = 0; i < n; ++i) k[i] = {fds[i].fd, fds[i].events, 0};
+    for (auto& e : t) k[e.idx].events = e.kernel_events;
+    int rc = real::calls().poll(k.data(), n, 0);
+    if (rc < 0) return rc;
+    for (nfds_t i = 0; i < n; ++i) fds[i].revents = k[i].revents;
+    for (auto& e : t) {
+        if (e.sock->conn->is_plain()) continue;  // became plain: the kernel's answer is the answer
+        fds[e.idx].revents = static_cast<short>(e.ready | (k[e.idx].revents & (POLLERR | POLLHUP | POLLNVAL)));
+    }
+    int count = 0;
+    for (nfds_t i = 0; i < n; ++i) count += fds[i].revents != 0;
+    return count;
+}
+
+}  // namespace
+
+bool any_shimmed(const pollfd* fds, nfds_t n) {
+    for (nfds_t i = 0; i < n; ++i) {
+        if (!fd_table().contains(fds[i].fd)) continue;
+        auto s = fd_table().get(fds[i].fd);
+        if (s && s->conn && !s->conn->is_plain()) return true;
+    }
+    return false;
+}
+
+int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask) {
+    std::vector<Tracked> t;
+    for (nfds_t i = 0; i < n; ++i) {
+        if (fds[i].fd < 0 || !fd_table().contains(fds[i].fd)) continue;
+        auto s = fd_table().get(fds[i].fd);
+        if (s && s->conn && !s->conn->is_plain()) t.push_back({i, std::move(s)});
+    }
+    if (t.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
+    std::vector<pollfd> k(n);
+    const int64_t start = now_us();
+    const int64_t spin_end = start + config().spin_us;
+    for (;;) {
+        int count = full_check(t, fds, k, n);
+        if (count != 0 || timeout_us == 0) return count;
+        int64_t left = timeout_us < 0 ? -1 : timeout_us - (now_us() - start);
+        if (timeout_us > 0 && left <= 0) return 0;
+        // Spin on the rings (no syscalls) while the spin budget lasts.
+        bool spun_ready = false;
+        while (now_us() < spin_end && !spun_ready) {
+            for (int i = 0; i < 32 && !spun_ready; ++i) spun_ready = evaluate_rings(t, fds) > 0;
+        }
+        if (spun_ready) continue;
+        // Sleep: ask for doorbells, re-check, then block in the kernel.
+        for (auto& e : t) e.token = e.sock->conn->arm(fds[e.idx].events);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        bool ready = false;
+        bool all_owned = true;
+        for (auto& e : t) {
+            e.owned = e.sock->conn->try_begin_sleep();
+            all_owned &= e.owned;
+        }
+        ready = evaluate_rings(t, fds) > 0;
+        int rc = 0;
+        if (!ready) {
+            for (nfds_t i = 0; i < n; ++i) k[i] = {fds[i].fd, fds[i].events, 0};
+            for (auto& e : t) k[e.idx].events = e.kernel_events;
+            // Another thread owns a doorbell stream: it may swallow our doorbell, so nap briefly.
+            int64_t nap = all_owned ? left : (left < 0 || left > 1000 ? 1000 : left);
+            rc = sleep_in_kernel(k.data(), n, nap, mask);
+        }
+        int saved = errno;
+        for (auto& e : t) {
+            e.sock->conn->end_sleep(e.owned);
+            e.sock->conn->disarm(e.token);
+        }
+        if (rc < 0 && saved == EINTR) {
+            errno = EINTR;
+            return -1;
+        }
+    }
+}
+
+}  // namespace rdmasock::shim

@@ -1,0 +1,64 @@
+#include "shim_state.hpp"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "log.hpp"
+#include "real_calls.hpp"
+
+namespace rdmasock::shim {
+
+namespace {
+
+Config* g_config = nullptr;
+
+void after_fork_child() { refresh_current_pid(); }
+
+// At exit, connections the program never closed still report their statistics
+// and send their end-of-stream record.
+void at_exit() {
+    if (!g_config) return;
+    for (int fd = 0; fd < 65536; ++fd) {
+        if (!fd_table().contains(fd)) continue;
+        auto s = fd_table().take(fd);
+        if (s && s->conn) release_socket(s);
+    }
+}
+
+__attribute__((constructor)) void init() {
+    std::vector<std::string> errors;
+    g_config = new Config(parse_config([](const char* n) { return std::getenv(n); }, errors));
+    set_log_level(g_config->log_level);
+    for (const auto& e : errors) log_message(LogLevel::error, "%s", e.c_str());
+    real::calls();
+    refresh_current_pid();
+    pthread_atfork(nullptr, nullptr, after_fork_child);
+    std::atexit(at_exit);
+    RS_LOG(debug, "loaded: transport=%s ring=%llu spin_us=%u", to_string(g_config->transport),
+           static_cast<unsigned long long>(g_config->ring_bytes), g_config->spin_us);
+}
+
+}  // namespace
+
+const Config& config() {
+    if (!g_config) init();
+    return *g_config;
+}
+
+void print_stats(const Socket& s) {
+    if (!config().stats || !s.conn) return;
+    print_line("%s", s.conn->stats_line(s.plain_tx.load(), s.plain_rx.load()).c_str());
+}
+
+void release_socket(const std::shared_ptr<Socket>& s) {
+    if (s->fd_refs.fetch_sub(1) != 1) return;
+    if (s->registry_fd >= 0) real::calls().close(s->registry_fd);
+    if (s->conn) {
+        s->conn->close_last_reference();
+        print_stats(*s);
+    }
+}
+
+}  // namespace rdmasock::shim

@@ -1,6 +1,7 @@
 #include "handshake.hpp"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -152,13 +153,16 @@ const char* to_string(Reason r) {
     return "unknown";
 }
 
-std::array<uint8_t, 16> local_boot_id() {
+namespace {
+// Raw syscalls: this runs inside interposed calls (with shim locks held), so it
+// must not re-enter the shim's own read()/close().
+std::array<uint8_t, 16> read_boot_id() {
     std::array<uint8_t, 16> id{};
-    int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
     if (fd < 0) return id;
     char text[64] = {};
-    ssize_t n = ::read(fd, text, sizeof text - 1);
-    ::close(fd);
+    ssize_t n = syscall(SYS_read, fd, text, sizeof text - 1);
+    syscall(SYS_close, fd);
     size_t j = 0;
     for (ssize_t i = 0; i < n && j < 32; ++i) {
         char c = text[i];
@@ -167,6 +171,12 @@ std::array<uint8_t, 16> local_boot_id() {
         id[j / 2] = static_cast<uint8_t>(id[j / 2] << 4 | v);
         ++j;
     }
+    return id;
+}
+}  // namespace
+
+std::array<uint8_t, 16> local_boot_id() {
+    static const std::array<uint8_t, 16> id = read_boot_id();
     return id;
 }
 

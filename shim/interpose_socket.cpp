@@ -11,6 +11,7 @@
 
 #include "log.hpp"
 #include "real_calls.hpp"
+#include "epoll_sets.hpp"
 #include "registry.hpp"
 #include "shim_state.hpp"
 
@@ -107,7 +108,9 @@ int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
 }
 
 int close(int fd) {
-    if (fd_table().contains(fd)) forget_fd(fd);
+    bool tracked = fd_table().contains(fd);
+    if (tracked) forget_fd(fd);
+    shim::epoll_forget(fd, tracked);
     return calls().close(fd);
 }
 

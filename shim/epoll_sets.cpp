@@ -1,0 +1,276 @@
+#include "epoll_sets.hpp"
+
+#include <cerrno>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "poll_engine.hpp"
+#include "real_calls.hpp"
+#include "shim_state.hpp"
+
+namespace rdmasock::shim {
+
+namespace {
+
+constexpr uint64_t kTag = 0xfeed5ec000000000ull;  // kernel-half addresses: never an app pointer
+constexpr uint64_t kTagMask = 0xfffffff000000000ull;
+constexpr uint32_t kReadiness = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI;
+
+struct Interest {
+    std::shared_ptr<Socket> sock;
+    uint32_t events = 0;          // the app's
+    epoll_data_t data{};          // the app's
+    uint32_t kernel_events = 0;   // what the kernel has for us now
+    bool ring_driven = false;     // readiness from the rings (not the kernel)
+    bool disabled = false;        // EPOLLONESHOT fired
+    uint64_t landed_at_report = ~0ull;  // EPOLLET: data that had arrived when we last reported EPOLLIN
+    bool out_reported = false;           // EPOLLET: EPOLLOUT reported since it was last false
+};
+
+struct EpollSet {
+    std::mutex mu;
+    std::unordered_map<int, Interest> fds;
+};
+
+std::mutex g_mu;
+std::unordered_map<int, std::shared_ptr<EpollSet>>* g_sets = new std::unordered_map<int, std::shared_ptr<EpollSet>>();
+std::atomic<bool> g_any{false};
+
+std::shared_ptr<EpollSet> find_set(int epfd, bool create) {
+    if (!create && !g_any.load(std::memory_order_relaxed)) return nullptr;
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_sets->find(epfd);
+    if (it != g_sets->end()) return it->second;
+    if (!create) return nullptr;
+    auto s = std::make_shared<EpollSet>();
+    (*g_sets)[epfd] = s;
+    g_any = true;
+    return s;
+}
+
+bool ring_driven(const Interest& in) { return in.sock->conn && !in.sock->conn->is_plain(); }
+
+// Brings the kernel registration in line with the connection's phase.
+void sync_kernel(int epfd, int fd, Interest& in, short kernel_poll_events) {
+    bool rd = ring_driven(in);
+    uint32_t want = rd ? static_cast<uint32_t>(static_cast<uint16_t>(kernel_poll_events)) : in.events;
+    if (in.disabled && !rd) return;  // the kernel disabled its own oneshot
+    if (want == in.kernel_events && rd == in.ring_driven) return;
+    epoll_event ev{want, {}};
+    ev.data.u64 = kTag | static_cast<uint64_t>(fd);
+    if (real::calls().epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0) {
+        in.kernel_events = want;
+        in.ring_driven = rd;
+    }
+}
+
+// Ring readiness of one ring-driven interest, with LT/ET/ONESHOT applied.
+uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
+    Connection& c = *in.sock->conn;
+    short want = static_cast<short>(in.events & kReadiness);
+    uint32_t r = static_cast<uint16_t>(c.ready_events(want, kernel_events));
+    uint32_t ev = r & (in.events | EPOLLERR | EPOLLHUP);
+    if (in.disabled) return 0;
+    if (!(ev & EPOLLOUT)) in.out_reported = false;
+    if (!ev) return 0;
+    if (in.events & EPOLLET) {
+        // An edge is new data since the last report (a monotonic count), or writability regained.
+        uint64_t landed = c.bytes_received() + c.readable_bytes() + ((ev & EPOLLRDHUP) ? 1 : 0);
+        bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
+        bool out_edge = (ev & EPOLLOUT) && !in.out_reported;
+        if (!in_edge && !out_edge && !(ev & (EPOLLERR | EPOLLHUP))) return 0;
+        if (!in_edge) ev &= ~static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP);
+        if (!out_edge) ev &= ~static_cast<uint32_t>(EPOLLOUT);
+        if (commit) {
+            if (in_edge) in.landed_at_report = landed;
+            if (out_edge) in.out_reported = true;
+        }
+    }
+    if (commit && (in.events & EPOLLONESHOT)) in.disabled = true;
+    return ev;
+}
+
+// Collects ring readiness into out[0..max); returns the count.
+int collect(int epfd, EpollSet& set, epoll_event* out, int max, bool commit) {
+    int n = 0;
+    for (auto& [fd, in] : set.fds) {
+        if (!ring_driven(in)) {
+            sync_kernel(epfd, fd, in, 0);
+            continue;
+        }
+        short kev = 0;
+        uint32_t ev = ring_events(in, &kev, commit && n < max);
+        sync_kernel(epfd, fd, in, kev);
+        if (ev && n < max) {
+            out[n].events = ev;
+            out[n].data = in.data;
+            ++n;
+        } else if (ev && !commit) {
+            return n + 1;
+        }
+    }
+    return n;
+}
+
+// Kernel events: tagged ones belong to tracked sockets (pass through those on
+// plain TCP with the app's data; ring-driven ones were doorbells), others are
+// the app's own.
+int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int n, int max) {
+    for (int i = 0; i < nk && n < max; ++i) {
+        if ((k[i].data.u64 & kTagMask) != kTag) {
+            out[n++] = k[i];
+            continue;
+        }
+        int fd = static_cast<int>(k[i].data.u64 & ~kTagMask);
+        auto it = set.fds.find(fd);
+        if (it == set.fds.end()) continue;
+        Interest& in = it->second;
+        if (in.ring_driven) continue;
+        if (in.events & EPOLLONESHOT) in.disabled = true;
+        out[n].events = k[i].events;
+        out[n].data = in.data;
+        ++n;
+    }
+    return n;
+}
+
+}  // namespace
+
+int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
+    auto sock = fd_table().contains(fd) ? fd_table().get(fd) : nullptr;
+    if (!sock || sock->listening) {
+        if (op == EPOLL_CTL_DEL)
+            if (auto set = find_set(epfd, false)) {
+                std::lock_guard<std::mutex> lk(set->mu);
+                set->fds.erase(fd);
+            }
+        return real::calls().epoll_ctl(epfd, op, fd, ev);
+    }
+    auto set = find_set(epfd, op != EPOLL_CTL_DEL);
+    if (op == EPOLL_CTL_DEL) {
+        if (set) {
+            std::lock_guard<std::mutex> lk(set->mu);
+            set->fds.erase(fd);
+        }
+        return real::calls().epoll_ctl(epfd, op, fd, ev);
+    }
+    if (!ev) {
+        errno = EFAULT;
+        return -1;
+    }
+    std::lock_guard<std::mutex> lk(set->mu);
+    Interest in;
+    in.sock = sock;
+    in.events = ev->events;
+    in.data = ev->data;
+    in.ring_driven = false;
+    in.kernel_events = ev->events;
+    epoll_event kev{ev->events, {}};
+    kev.data.u64 = kTag | static_cast<uint64_t>(fd);
+    int r = real::calls().epoll_ctl(epfd, op, fd, &kev);
+    if (r != 0) return r;
+    set->fds[fd] = in;
+    if (ring_driven(in)) {
+        short k = 0;
+        sock->conn->ready_events(static_cast<short>(in.events & kReadiness), &k);
+        sync_kernel(epfd, fd, set->fds[fd], k);
+    }
+    return 0;
+}
+
+int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask) {
+    auto set = find_set(epfd, false);
+    auto kernel_wait = [&](epoll_event* k, int nk, int ms) {
+        return mask ? real::calls().epoll_pwait(epfd, k, nk, ms, mask) : real::calls().epoll_wait(epfd, k, nk, ms);
+    };
+    if (!set || max <= 0) return kernel_wait(out, max, timeout_ms);
+    std::vector<epoll_event> k(static_cast<size_t>(max));
+    const int64_t start = now_us();
+    const int64_t spin_end = start + config().spin_us;
+    for (;;) {
+        std::unique_lock<std::mutex> lk(set->mu);
+        bool any_ring = false;
+        for (auto& [fd, in] : set->fds) any_ring |= ring_driven(in);
+        if (!any_ring) {
+            // Nothing ring-driven: the kernel answers, we only restore data words.
+            for (auto& [fd, in] : set->fds) sync_kernel(epfd, fd, in, 0);
+            lk.unlock();
+            int nk = kernel_wait(k.data(), max, timeout_ms);
+            if (nk <= 0) return nk;
+            lk.lock();
+            int n = translate(*set, k.data(), nk, out, 0, max);
+            if (n > 0 || timeout_ms == 0) return n;
+            continue;  // only doorbells of sockets that just turned ring-driven: look again
+        }
+        int n = collect(epfd, *set, out, max, true);
+        if (n < max) {
+            int nk = real::calls().epoll_wait(epfd, k.data(), max - n, 0);
+            if (nk > 0) n = translate(*set, k.data(), nk, out, n, max);
+        }
+        if (n > 0 || timeout_ms == 0) return n;
+        int64_t left = timeout_ms < 0 ? -1 : static_cast<int64_t>(timeout_ms) * 1000 - (now_us() - start);
+        if (timeout_ms > 0 && left <= 0) return 0;
+        // Spin on the rings while the budget lasts.
+        bool ready = false;
+        while (!ready && now_us() < spin_end) ready = collect(epfd, *set, out, max, false) > 0;
+        if (ready) continue;
+        // Sleep: arm, re-check, block in the kernel, drain doorbells.
+        std::vector<std::pair<Connection*, int>> armed;
+        bool all_owned = true;
+        std::vector<std::pair<Connection*, bool>> owned;
+        std::vector<std::shared_ptr<Socket>> hold;
+        for (auto& [fd, in] : set->fds) {
+            if (!ring_driven(in)) continue;
+            Connection* c = in.sock->conn.get();
+            hold.push_back(in.sock);
+            armed.emplace_back(c, c->arm(static_cast<short>(in.events & kReadiness)));
+        }
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        for (auto& [c, token] : armed) {
+            bool o = c->try_begin_sleep();
+            owned.emplace_back(c, o);
+            all_owned &= o;
+        }
+        ready = collect(epfd, *set, out, max, false) > 0;
+        lk.unlock();
+        int nk = 0;
+        if (!ready) {
+            int ms = left < 0 ? -1 : static_cast<int>((left + 999) / 1000);
+            if (!all_owned) ms = ms < 0 ? 1 : std::min(ms, 1);
+            nk = kernel_wait(k.data(), max, ms);
+        }
+        int saved = errno;
+        for (auto& [c, o] : owned) c->end_sleep(o);
+        for (auto& [c, token] : armed) c->disarm(token);
+        if (nk < 0 && saved == EINTR) {
+            errno = EINTR;
+            return -1;
+        }
+        if (nk > 0) {
+            lk.lock();
+            n = translate(*set, k.data(), nk, out, 0, max);
+            if (n < max) n += collect(epfd, *set, out + n, max - n, true);
+            if (n > 0) return n;
+        }
+    }
+}
+
+void epoll_forget(int fd, bool tracked_socket) {
+    if (!g_any.load(std::memory_order_relaxed)) return;
+    std::vector<std::shared_ptr<EpollSet>> sets;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        g_sets->erase(fd);
+        if (!tracked_socket) return;  // shim-internal fds (shm, registry) are in no set
+        for (auto& [epfd, set] : *g_sets) sets.push_back(set);
+    }
+    // Set locks are taken without g_mu held: a thread inside collect() may hold a
+    // set lock and need g_mu.
+    for (auto& set : sets) {
+        std::lock_guard<std::mutex> lk(set->mu);
+        set->fds.erase(fd);
+    }
+}
+
+}  // namespace rdmasock::shim

@@ -1,0 +1,24 @@
+// epoll emulation for shimmed sockets.
+//
+// Every TCP socket the shim tracks is registered with the kernel under a tagged
+// data word (kTag | fd); the application's own data word is kept here. A socket
+// on plain TCP (or not yet connected) is registered with the app's events
+// verbatim and its kernel events are passed through with the app's data. A
+// connection that is negotiating or upgraded is registered level-triggered for
+// what its phase needs (the doorbell stream, a handshake reply) and its
+// readiness comes from the rings, with LT, EPOLLET, EPOLLONESHOT and EPOLLRDHUP
+// emulated here.
+#pragma once
+
+#include <signal.h>
+#include <sys/epoll.h>
+
+namespace rdmasock::shim {
+
+int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev);
+int epoll_wait_impl(int epfd, epoll_event* events, int max, int timeout_ms, const sigset_t* mask);
+// close() of an fd: drop the set it names, and (for a tracked socket) drop it
+// from every set.
+void epoll_forget(int fd, bool tracked_socket);
+
+}  // namespace rdmasock::shim

@@ -530,18 +530,18 @@ size_t Connection::readable_bytes() {
 
 // ---------------------------------------------------------------- waiting
 
-void Connection::arm_side(bool reader) {
+bool Connection::arm_side(bool reader) {
     std::lock_guard<std::mutex> lk(arm_mu_);
-    if (reader) ++reader_sleepers_, transport_->set_reader_waiting(true);
-    else ++writer_sleepers_, transport_->set_writer_waiting(true);
+    if (reader) return ++reader_sleepers_, transport_->arm_reader(true);
+    return ++writer_sleepers_, transport_->arm_writer(true);
 }
 
 void Connection::disarm_side(bool reader) {
     std::lock_guard<std::mutex> lk(arm_mu_);
     if (reader) {
-        if (--reader_sleepers_ == 0) transport_->set_reader_waiting(false);
+        if (--reader_sleepers_ == 0) transport_->arm_reader(false);
     } else if (--writer_sleepers_ == 0) {
-        transport_->set_writer_waiting(false);
+        transport_->arm_writer(false);
     }
 }
 
@@ -568,10 +568,16 @@ Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_
         }
     } while (now_us() < spin_end);
     for (;;) {
-        arm_side(reader);
+        bool may_sleep = arm_side(reader);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         std::unique_lock<std::mutex> lk(drain_mu_);
-        if (ready()) {
+        if (!may_sleep || ready()) {
+            if (!may_sleep) {  // progress is in flight: spin until it lands
+                lk.unlock();
+                disarm_side(reader);
+                if (ready()) return Wait::ready;
+                continue;
+            }
             lk.unlock();
             disarm_side(reader);
             return Wait::ready;
@@ -631,11 +637,11 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     return r;
 }
 
-int Connection::arm(short wanted) {
+int Connection::arm(short wanted, bool* may_sleep) {
     if (phase() != Phase::upgraded) return 0;
     int token = 0;
-    if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) arm_side(true), token |= 1;
-    if (wanted & (POLLOUT | POLLWRNORM)) arm_side(false), token |= 2;
+    if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) *may_sleep &= arm_side(true), token |= 1;
+    if (wanted & (POLLOUT | POLLWRNORM)) *may_sleep &= arm_side(false), token |= 2;
     return token;
 }
 

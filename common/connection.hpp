@@ -70,8 +70,9 @@ public:
     // app's own events verbatim because the connection is plain).
     short ready_events(short wanted, short* kernel_events);
     // Before sleeping in poll/epoll: ask the peer for doorbells (Dekker).
-    // Returns a token of what was armed, to pass to disarm().
-    int arm(short wanted);
+    // Returns a token of what was armed, to pass to disarm(); *may_sleep turns
+    // false when the transport saw progress in flight (re-check, don't sleep).
+    int arm(short wanted, bool* may_sleep);
     void disarm(int token);
     // Sleep bracket for poll/epoll: try to own the doorbell stream while the
     // caller sleeps in the kernel; false when another thread owns it (the caller
@@ -135,7 +136,8 @@ private:
     // cleared only when the last of them stops waiting.
     std::mutex arm_mu_;
     int reader_sleepers_ = 0, writer_sleepers_ = 0;
-    void arm_side(bool reader);
+    // False when the transport knows the peer already made progress: don't sleep.
+    bool arm_side(bool reader);
     void disarm_side(bool reader);
     void drain_locked();
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream

@@ -14,8 +14,16 @@ public:
     const char* name() const override { return "shm"; }
     ring::RingWriter& writer() override { return ch_->writer(); }
     ring::RingReader& reader() override { return ch_->reader(); }
-    void set_reader_waiting(bool on) override { ch_->rx_control().reader_waiting.store(on, std::memory_order_seq_cst); }
-    void set_writer_waiting(bool on) override { ch_->tx_control().writer_waiting.store(on, std::memory_order_seq_cst); }
+    bool arm_reader(bool on) override {
+        ch_->rx_control().reader_waiting.store(on, std::memory_order_seq_cst);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        return true;
+    }
+    bool arm_writer(bool on) override {
+        ch_->tx_control().writer_waiting.store(on, std::memory_order_seq_cst);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        return true;
+    }
     bool take_peer_reader_waiting() override {
         auto& f = ch_->tx_control().reader_waiting;
         return f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_acq_rel);

@@ -2,10 +2,19 @@
 // protocol. The connection logic (common/connection.*) is written against this
 // interface only, so shared memory and RDMA share all of it.
 //
-// Sleeping without lost wake-ups (a Dekker handshake on seq_cst fences):
-//   sleeper: set my flag; fence; re-check the ring; only then sleep in the kernel
-//   waker:   publish (record or consumed counter); fence; if take_peer_flag(): doorbell
-// Either the sleeper sees the new state or the waker sees the flag.
+// Sleeping without lost wake-ups (a Dekker handshake):
+//   sleeper: arm_reader(true) / arm_writer(true); if it returns false, or the
+//            ring re-check finds progress, do not sleep; else sleep in the kernel
+//   waker:   publish (record or consumed counter); fence; if take_peer_*(): doorbell
+// Shared memory: the flag is a seq_cst store into shared memory, so the ring
+// re-check that follows is exact and arm_* always returns true.
+// RDMA: the flag is written into the peer's memory and is only known to have
+// landed once a following RDMA READ (same queue pair, so ordered after the
+// write) returns; that READ fetches the peer's progress counter (records
+// posted / consumed published), and arm_* returns false when the peer had
+// already made progress the local ring cannot show yet (bytes in flight).
+// The doorbell is one byte on the connection's TCP socket, so poll/epoll on
+// the application's fd wake up.
 #pragma once
 
 #include "ring_reader.hpp"
@@ -19,8 +28,10 @@ public:
     virtual const char* name() const = 0;
     virtual ring::RingWriter& writer() = 0;
     virtual ring::RingReader& reader() = 0;
-    virtual void set_reader_waiting(bool on) = 0;  // I sleep until the peer writes
-    virtual void set_writer_waiting(bool on) = 0;  // I sleep until the peer frees space
+    // on=true: I (reader) am about to sleep until the peer writes; false: awake again.
+    virtual bool arm_reader(bool on) = 0;
+    // on=true: I (writer) am about to sleep until the peer frees space.
+    virtual bool arm_writer(bool on) = 0;
     // After writing: the peer's reader sleeps and wants a doorbell (clears the flag).
     virtual bool take_peer_reader_waiting() = 0;
     // After publishing consumed: the peer's writer sleeps and wants a doorbell.

@@ -220,11 +220,12 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
         bool all_owned = true;
         std::vector<std::pair<Connection*, bool>> owned;
         std::vector<std::shared_ptr<Socket>> hold;
+        bool may_sleep = true;
         for (auto& [fd, in] : set->fds) {
             if (!ring_driven(in)) continue;
             Connection* c = in.sock->conn.get();
             hold.push_back(in.sock);
-            armed.emplace_back(c, c->arm(static_cast<short>(in.events & kReadiness)));
+            armed.emplace_back(c, c->arm(static_cast<short>(in.events & kReadiness), &may_sleep));
         }
         std::atomic_thread_fence(std::memory_order_seq_cst);
         for (auto& [c, token] : armed) {
@@ -232,7 +233,7 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
             owned.emplace_back(c, o);
             all_owned &= o;
         }
-        ready = collect(epfd, *set, out, max, false) > 0;
+        ready = !may_sleep || collect(epfd, *set, out, max, false) > 0;
         lk.unlock();
         int nk = 0;
         if (!ready) {

@@ -93,15 +93,16 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
         }
         if (spun_ready) continue;
         // Sleep: ask for doorbells, re-check, then block in the kernel.
-        for (auto& e : t) e.token = e.sock->conn->arm(fds[e.idx].events);
+        bool may_sleep = true;
+        for (auto& e : t) e.token = e.sock->conn->arm(fds[e.idx].events, &may_sleep);
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        bool ready = false;
+        bool ready = !may_sleep;
         bool all_owned = true;
         for (auto& e : t) {
             e.owned = e.sock->conn->try_begin_sleep();
             all_owned &= e.owned;
         }
-        ready = evaluate_rings(t, fds) > 0;
+        ready = ready || evaluate_rings(t, fds) > 0;
         int rc = 0;
         if (!ready) {
             for (nfds_t i = 0; i < n; ++i) k[i] = {fds[i].fd, fds[i].events, 0};

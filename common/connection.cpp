@@ -411,8 +411,10 @@ void Connection::ring_doorbell() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!transport_->take_peer_reader_waiting()) return;
     char b = 1;
-    if (ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && (errno == EPIPE || errno == ECONNRESET))
+    if (ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+        RS_LOG(debug, "fd %d: doorbell failed: %s", fd_, strerror(errno));
         peer_reset_.store(true);
+    }
 }
 
 ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
@@ -428,6 +430,8 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     for (;;) {
         if (shut_wr_ || peer_reset_.load() || w.status() == ring::RingStatus::broken) {
             if (total > 0) return static_cast<ssize_t>(total);
+            RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd_, shut_wr_, peer_reset_.load(),
+                   peer_closed_.load(), ring::to_string(w.status()));
             errno = shut_wr_ || peer_reset_.load() ? EPIPE : ECONNRESET;
             if (errno == EPIPE) raise_sigpipe(flags);
             return -1;
@@ -494,7 +498,10 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             continue;
         }
         if (want == 0) return 0;
-        if (r.status == ring::RingStatus::eof) return static_cast<ssize_t>(total);
+        if (r.status == ring::RingStatus::eof) {
+            RS_LOG(debug, "fd %d: end of stream record", fd_);
+            return static_cast<ssize_t>(total);
+        }
         if (r.status == ring::RingStatus::broken) {
             RS_LOG(warn, "fd %d: receive ring broken: %s", fd_, rd.error().c_str());
             if (total > 0) return static_cast<ssize_t>(total);
@@ -506,7 +513,10 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             errno = ECONNRESET;
             return -1;
         }
-        if (peer_closed_.load()) return static_cast<ssize_t>(total);  // EOF after the last record
+        if (peer_closed_.load()) {  // EOF after the last record
+            RS_LOG(debug, "fd %d: peer gone, end of stream", fd_);
+            return static_cast<ssize_t>(total);
+        }
         if (nb) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = EAGAIN;
@@ -550,9 +560,15 @@ void Connection::drain_locked() {
     for (;;) {
         ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
         if (n > 0) continue;
-        if (n == 0) peer_closed_.store(true);
-        else if (errno == EINTR) continue;
-        else if (errno != EAGAIN && errno != EWOULDBLOCK) peer_reset_.store(true);
+        if (n == 0) {
+            RS_LOG(debug, "fd %d: peer closed its socket", fd_);
+            peer_closed_.store(true);
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            RS_LOG(debug, "fd %d: doorbell stream error: %s", fd_, strerror(errno));
+            peer_reset_.store(true);
+        }
         return;
     }
 }
@@ -570,32 +586,33 @@ Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_
     for (;;) {
         bool may_sleep = arm_side(reader);
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        std::unique_lock<std::mutex> lk(drain_mu_);
+        // Only the owner of drain_mu_ swallows doorbells. A second thread on the
+        // same connection must not block on that mutex (its own condition may
+        // turn true while the owner sleeps for another reason): it sleeps in
+        // the kernel too, but in short naps, because the owner may drain its
+        // doorbell between its re-check and its poll.
+        std::unique_lock<std::mutex> lk(drain_mu_, std::try_to_lock);
         if (!may_sleep || ready()) {
-            if (!may_sleep) {  // progress is in flight: spin until it lands
-                lk.unlock();
-                disarm_side(reader);
-                if (ready()) return Wait::ready;
-                continue;
-            }
-            lk.unlock();
+            if (lk.owns_lock()) lk.unlock();
             disarm_side(reader);
-            return Wait::ready;
+            if (ready()) return Wait::ready;
+            continue;  // progress is in flight: spin until it lands
         }
         int ms = -1;
         if (timeout_us > 0) {
             int64_t left = timeout_us - (now_us() - start);
             if (left <= 0) {
-                lk.unlock();
+                if (lk.owns_lock()) lk.unlock();
                 disarm_side(reader);
                 return Wait::timeout;
             }
             ms = static_cast<int>((left + 999) / 1000);
         }
+        if (!lk.owns_lock()) ms = ms < 0 ? 1 : std::min(ms, 1);
         pollfd p{fd_, POLLIN, 0};
         int rc = ops_.poll(&p, 1, ms);
-        if (rc > 0) drain_locked();
-        lk.unlock();
+        if (rc > 0 && lk.owns_lock()) drain_locked();
+        if (lk.owns_lock()) lk.unlock();
         disarm_side(reader);
         if (ready()) return Wait::ready;
         // EINTR: a blocking socket call restarts, as with SA_RESTART.
@@ -678,6 +695,7 @@ int Connection::shutdown(int how) {
 }
 
 void Connection::close_last_reference() {
+    RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_) {
         std::lock_guard<std::mutex> lk(write_mu_);
         // Best effort: if the ring is full the kernel's FIN still ends the stream.

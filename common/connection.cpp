@@ -331,13 +331,10 @@ bool Connection::progress_strip_hello() {
     return true;
 }
 
-bool Connection::progress() {
-    Phase ph = phase();
-    if (ph == Phase::plain || ph == Phase::upgraded || ph == Phase::failed) return false;
-    std::lock_guard<std::mutex> lk(handshake_mu_);
+bool Connection::progress_locked(bool app_wants_to_write) {
     switch (phase()) {
         case Phase::undecided:
-            return role_ == Role::client ? progress_client_offer() : progress_server_hello(false);
+            return role_ == Role::client ? progress_client_offer() : progress_server_hello(app_wants_to_write);
         case Phase::offered: return progress_client_reply();
         case Phase::accepted: return progress_server_ready();
         case Phase::strip_hello: return progress_strip_hello();
@@ -345,17 +342,24 @@ bool Connection::progress() {
     }
 }
 
-// Drives the handshake to a phase where the app's call can proceed.
+bool Connection::progress() {
+    Phase ph = phase();
+    if (ph == Phase::plain || ph == Phase::upgraded || ph == Phase::failed) return false;
+    std::lock_guard<std::mutex> lk(handshake_mu_);
+    return progress_locked(false);
+}
+
+// Drives the handshake to a phase where the app's call can proceed. The thread
+// that waits for handshake bytes holds handshake_mu_ across its poll, so no
+// other thread can consume the message it is waiting for; the poll is short so
+// the others get their turn.
 bool Connection::settle(int flags, bool for_write) {
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const int64_t timeout = timeout_for(for_write);
     const int64_t start = now_us();
     for (;;) {
-        {
-            std::lock_guard<std::mutex> lk(handshake_mu_);
-            if (role_ == Role::server && phase() == Phase::undecided) progress_server_hello(for_write);
-        }
-        while (progress()) {}
+        std::lock_guard<std::mutex> lk(handshake_mu_);
+        while (progress_locked(for_write)) {}
         Phase ph = phase();
         if (ph == Phase::upgraded || ph == Phase::plain || ph == Phase::failed) return true;
         if (for_write && ph == Phase::strip_hello) return true;
@@ -363,16 +367,15 @@ bool Connection::settle(int flags, bool for_write) {
             errno = EAGAIN;
             return false;
         }
-        int ms = -1;
+        int ms = 50;
         if (timeout > 0) {
             int64_t left = timeout - (now_us() - start);
             if (left <= 0) {
                 errno = EAGAIN;
                 return false;
             }
-            ms = static_cast<int>((left + 999) / 1000);
+            ms = std::min<int64_t>(ms, (left + 999) / 1000);
         }
-        if (need_more_since_ms_) ms = ms < 0 ? 100 : std::min(ms, 100);  // re-check the partial-message timer
         short ev = (role_ == Role::client && ph == Phase::undecided) ? POLLOUT : POLLIN;
         pollfd p{fd_, ev, 0};
         ops_.poll(&p, 1, ms);

@@ -95,6 +95,7 @@ public:
 private:
     // Advances the handshake without blocking; true when it moved.
     bool progress();
+    bool progress_locked(bool app_wants_to_write);
     bool progress_client_offer();
     bool progress_client_reply();
     bool progress_server_hello(bool app_wants_to_write);

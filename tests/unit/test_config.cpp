@@ -1,0 +1,61 @@
+// RDMASOCK_* parsing: good values apply, bad ones are named and replaced by defaults.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "config.hpp"
+
+using namespace rdmasock;
+
+namespace {
+Config parse(std::map<std::string, std::string> env, std::vector<std::string>& errors) {
+    return parse_config(
+        [&](const char* n) -> const char* {
+            auto it = env.find(n);
+            return it == env.end() ? nullptr : it->second.c_str();
+        },
+        errors);
+}
+}  // namespace
+
+TEST_CASE("defaults with an empty environment") {
+    std::vector<std::string> errors;
+    Config c = parse({}, errors);
+    CHECK(errors.empty());
+    CHECK(c.transport == TransportChoice::automatic);
+    CHECK(c.ring_bytes == (1u << 20));
+    CHECK_FALSE(c.stats);
+}
+
+TEST_CASE("valid values are applied") {
+    std::vector<std::string> errors;
+    Config c = parse({{"RDMASOCK_TRANSPORT", "shm"}, {"RDMASOCK_RING_SIZE", "256K"}, {"RDMASOCK_SPIN_US", "5"},
+                      {"RDMASOCK_STATS", "yes"}, {"RDMASOCK_LOG", "debug"}},
+                     errors);
+    CHECK(errors.empty());
+    CHECK(c.transport == TransportChoice::shm);
+    CHECK(c.ring_bytes == 256 * 1024);
+    CHECK(c.spin_us == 5);
+    CHECK(c.stats);
+    CHECK(c.log_level == LogLevel::debug);
+}
+
+TEST_CASE("each bad value is reported by name and falls back") {
+    struct Case {
+        const char* var;
+        const char* value;
+    } cases[] = {{"RDMASOCK_TRANSPORT", "carrier-pigeon"}, {"RDMASOCK_RING_SIZE", "1000"},
+                 {"RDMASOCK_RING_SIZE", "-4096"},         {"RDMASOCK_RING_SIZE", "99999999999999999999"},
+                 {"RDMASOCK_SPIN_US", "-5"},              {"RDMASOCK_SPIN_US", "lots"},
+                 {"RDMASOCK_LOG", "loud"},                {"RDMASOCK_STATS", "maybe"},
+                 {"RDMASOCK_HANDSHAKE_TIMEOUT_MS", "0"}};
+    for (auto& k : cases) {
+        std::vector<std::string> errors;
+        Config c = parse({{k.var, k.value}}, errors);
+        REQUIRE(errors.size() == 1);
+        CHECK_THAT(errors[0], Catch::Contains(k.var) && Catch::Contains(k.value));
+        CHECK(c.ring_bytes == (1u << 20));
+    }
+    std::vector<std::string> errors;
+    CHECK(parse({{"RDMASOCK_TRANSPORT", "bogus"}}, errors).transport == TransportChoice::tcp);
+}

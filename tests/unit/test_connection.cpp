@@ -1,0 +1,183 @@
+// Negotiation and data paths of two Connections over a real loopback TCP
+// connection, driven directly (no LD_PRELOAD): the shim's logic, testable.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <future>
+#include <string>
+
+#include "connection.hpp"
+
+using namespace rdmasock;
+
+namespace {
+
+const SocketOps kLibc{::recv, ::send, ::recvmsg, ::sendmsg, ::poll};
+
+struct TcpPair {
+    int client = -1, server = -1;
+    TcpPair() {
+        int l = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        REQUIRE(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(listen(l, 1) == 0);
+        getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+        client = socket(AF_INET, SOCK_STREAM, 0);
+        REQUIRE(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        server = accept(l, nullptr, nullptr);
+        close(l);
+    }
+    ~TcpPair() {
+        close(client);
+        close(server);
+    }
+};
+
+ssize_t send_str(Connection& c, const std::string& s) {
+    iovec v{const_cast<char*>(s.data()), s.size()};
+    return c.send(&v, 1, MSG_NOSIGNAL);
+}
+
+std::string recv_n(Connection& c, size_t n) {
+    std::string out(n, '\0');
+    size_t got = 0;
+    while (got < n) {
+        iovec v{out.data() + got, n - got};
+        ssize_t r = c.recv(&v, 1, 0);
+        if (r <= 0) break;
+        got += static_cast<size_t>(r);
+    }
+    out.resize(got);
+    return out;
+}
+
+// Client sends a request, server answers: the first I/O on each side runs the handshake.
+void exchange(Connection& client, Connection& server) {
+    auto srv = std::async(std::launch::async, [&] {
+        std::string req = recv_n(server, 5);
+        send_str(server, "pong:" + req);
+        return req;
+    });
+    REQUIRE(send_str(client, "ping!") == 5);
+    CHECK(recv_n(client, 10) == "pong:ping!");
+    CHECK(srv.get() == "ping!");
+}
+
+}  // namespace
+
+TEST_CASE("a shimmed client and server upgrade to shared memory") {
+    TcpPair p;
+    Config cfg;
+    Connection client(p.client, Role::client, false, cfg, kLibc);
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    client.set_offer(handshake::kOfferShm);
+    exchange(client, server);
+    CHECK(client.phase() == Phase::upgraded);
+    CHECK(server.phase() == Phase::upgraded);
+    CHECK_THAT(client.stats_line(0, 0), Catch::Contains("transport=shm") && Catch::Contains("tx_bytes=5"));
+    // End of stream travels in the ring after the data.
+    client.shutdown(SHUT_WR);
+    char b;
+    iovec v{&b, 1};
+    CHECK(server.recv(&v, 1, 0) == 0);
+}
+
+TEST_CASE("a server configured for tcp declines and both stay on TCP") {
+    TcpPair p;
+    Config cfg, tcp_only;
+    tcp_only.transport = TransportChoice::tcp;
+    Connection client(p.client, Role::client, false, cfg, kLibc);
+    Connection server(p.server, Role::server, false, tcp_only, kLibc);
+    client.set_offer(handshake::kOfferShm);
+    exchange(client, server);
+    CHECK(client.phase() == Phase::plain);
+    CHECK(server.phase() == Phase::plain);
+    CHECK_THAT(client.stats_line(0, 0), Catch::Contains("disabled by configuration"));
+}
+
+TEST_CASE("a client that does not offer leaves the server on TCP with its bytes intact") {
+    TcpPair p;
+    Config cfg;
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    REQUIRE(::send(p.client, "plain", 5, 0) == 5);
+    CHECK(recv_n(server, 5) == "plain");
+    CHECK(server.phase() == Phase::plain);
+}
+
+TEST_CASE("a server that speaks first keeps both ends on TCP, HELLO stripped") {
+    TcpPair p;
+    Config cfg;
+    Connection client(p.client, Role::client, false, cfg, kLibc);
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    client.set_offer(handshake::kOfferShm);
+    REQUIRE(send_str(server, "220 ready\r\n") == 11);  // before any HELLO arrived
+    CHECK(recv_n(client, 11) == "220 ready\r\n");       // the client sent HELLO, got a banner
+    CHECK(client.phase() == Phase::plain);
+    REQUIRE(send_str(client, "QUIT") == 4);
+    CHECK(recv_n(server, 4) == "QUIT");  // the HELLO in front of it was dropped
+    CHECK(server.phase() == Phase::plain);
+}
+
+TEST_CASE("a client that cannot map the segment aborts and both stay on TCP") {
+    TcpPair p;
+    Config cfg, faulty;
+    faulty.fault = "client-attach";
+    Connection client(p.client, Role::client, false, faulty, kLibc);
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    client.set_offer(handshake::kOfferShm);
+    exchange(client, server);
+    CHECK(client.phase() == Phase::plain);
+    CHECK(server.phase() == Phase::plain);
+}
+
+TEST_CASE("a truncated HELLO becomes application data after the handshake timeout") {
+    TcpPair p;
+    Config cfg;
+    cfg.handshake_timeout_ms = 100;
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    REQUIRE(::send(p.client, "\xF7RDM", 4, 0) == 4);
+    CHECK(recv_n(server, 4) == "\xF7RDM");
+    CHECK(server.phase() == Phase::plain);
+}
+
+TEST_CASE("a nonblocking server reports EAGAIN while waiting for the first bytes") {
+    TcpPair p;
+    Config cfg;
+    Connection server(p.server, Role::server, true, cfg, kLibc);
+    char b[4];
+    iovec v{b, 4};
+    errno = 0;
+    CHECK(server.recv(&v, 1, 0) == -1);
+    CHECK(errno == EAGAIN);
+    CHECK(server.phase() == Phase::undecided);
+}
+
+TEST_CASE("a peer that breaks the handshake after ACCEPT gets the connection reset") {
+    TcpPair p;
+    Config cfg;
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    handshake::Message h;
+    h.type = handshake::Type::hello;
+    h.offers = handshake::kOfferShm;
+    h.uid = geteuid();
+    h.ring_bytes = 1 << 16;
+    h.boot_id = handshake::local_boot_id();
+    auto bytes = handshake::encode(h);
+    const char garbage[] = "garbage instead of READY";
+    bytes.insert(bytes.end(), garbage, garbage + sizeof garbage);
+    REQUIRE(::send(p.client, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+    char b[8];
+    iovec v{b, sizeof b};
+    errno = 0;
+    CHECK(server.recv(&v, 1, 0) == -1);
+    CHECK(errno == ECONNRESET);
+    CHECK(server.phase() == Phase::failed);
+}

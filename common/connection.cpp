@@ -647,7 +647,11 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     short r = 0;
     auto st = transport_->reader().poll();
     const bool closed = peer_closed_.load(), reset = peer_reset_.load();
-    if (st == ring::RingStatus::ok) r |= in;
+    if (st == ring::RingStatus::ok) {
+        r |= in;
+        // TCP reports the peer's FIN as soon as it arrives, even behind unread data.
+        if ((wanted & POLLRDHUP) && transport_->reader().fin_landed()) r |= POLLRDHUP;
+    }
     else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
         r |= static_cast<short>(in | (wanted & POLLRDHUP));
     else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);

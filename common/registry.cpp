@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstddef>
+#include <algorithm>
 #include <cstring>
 
 namespace rdmasock::registry {
@@ -29,17 +30,6 @@ bool is_loopback(const sockaddr* a) {
         if (IN6_IS_ADDR_LOOPBACK(&s6)) return true;
         if (IN6_IS_ADDR_V4MAPPED(&s6)) return s6.s6_addr[12] == 127;
     }
-    return false;
-}
-
-bool same_ip(const sockaddr* a, const sockaddr* b) {
-    if (a->sa_family != b->sa_family) return false;
-    if (a->sa_family == AF_INET)
-        return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
-               reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
-    if (a->sa_family == AF_INET6)
-        return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
-                           &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, 16) == 0;
     return false;
 }
 
@@ -69,13 +59,21 @@ bool is_published(uint16_t port) {
     return taken;
 }
 
-bool same_host(int connected_fd, const sockaddr* peer, socklen_t len) {
-    if (!peer || len < sizeof(sockaddr_in)) return false;
+bool same_host(const sockaddr* peer, socklen_t len) {
+    if (!peer || len < sizeof(sockaddr_in) || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6)) return false;
     if (is_loopback(peer)) return true;
-    sockaddr_storage local{};
-    socklen_t llen = sizeof local;
-    if (::getsockname(connected_fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0) return false;
-    return same_ip(reinterpret_cast<sockaddr*>(&local), peer);
+    // An address we can bind to is one of ours.
+    int fd = ::socket(peer->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_storage probe{};
+    std::memcpy(&probe, peer, std::min<size_t>(len, sizeof probe));
+    if (probe.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&probe)->sin_port = 0;
+    else reinterpret_cast<sockaddr_in6*>(&probe)->sin6_port = 0;
+    int saved = errno;
+    bool local = ::bind(fd, reinterpret_cast<sockaddr*>(&probe), len) == 0;
+    ::close(fd);
+    errno = saved;
+    return local;
 }
 
 uint16_t port_of(const sockaddr* addr, socklen_t len) {

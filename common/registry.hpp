@@ -14,8 +14,8 @@ namespace rdmasock::registry {
 int publish(uint16_t port);
 // True when a shimmed listener on this host has published `port`.
 bool is_published(uint16_t port);
-// True when `peer` is this host: a loopback address, or our own local address.
-bool same_host(int connected_fd, const sockaddr* peer, socklen_t len);
+// True when `peer` is this host: a loopback address, or one we can bind to.
+bool same_host(const sockaddr* peer, socklen_t len);
 // The port of an AF_INET/AF_INET6 address (0 for anything else).
 uint16_t port_of(const sockaddr* addr, socklen_t len);
 

@@ -169,6 +169,16 @@ size_t RingReader::readable_bytes() {
     return n;
 }
 
+bool RingReader::fin_landed() {
+    for (uint64_t pos = consumed_; !broken_ && pos - consumed_ < capacity_;) {
+        Record rec = inspect(pos);
+        if (rec.state != RingStatus::ok) return false;
+        if (rec.kind == RecordKind::fin) return true;
+        pos += record_bytes(rec.length);
+    }
+    return false;
+}
+
 bool RingReader::flush_consumed() {
     if (consumed_ == published_) return true;
     if (!publisher_.publish_consumed(consumed_)) return fail("transport failed to publish the consumed position");

@@ -37,6 +37,8 @@ public:
     RingStatus poll();
     // Complete payload bytes readable now without waiting.
     size_t readable_bytes();
+    // True when the end-of-stream record has landed (possibly behind unread data).
+    bool fin_landed();
 
     // Publish the consumed position now (the writer asked for space).
     bool flush_consumed();

@@ -58,33 +58,56 @@ int socket(int domain, int type, int protocol) {
 }
 
 int connect(int fd, const sockaddr* addr, socklen_t len) {
-    int r = calls().connect(fd, addr, len);
-    int saved = errno;
     auto s = fd_table().get(fd);
-    if (s && !s->conn && (r == 0 || errno == EINPROGRESS)) {
-        auto c = new_connection(fd, Role::client, s->nonblocking);
+    // Decide before connecting: a listener may accept and close (unpublishing
+    // itself) before connect() even returns here.
+    uint32_t offers = 0;
+    if (s && !s->conn) {
         const Config& cfg = shim::config();
         uint16_t port = registry::port_of(addr, len);
-        bool offer = cfg.transport != TransportChoice::tcp && cfg.transport != TransportChoice::rdma && port &&
-                     registry::same_host(fd, addr, len) && registry::is_published(port);
-        if (offer) c->set_offer(handshake::kOfferShm);
-        RS_LOG(debug, "fd %d: connect to port %u, %s", fd, port, offer ? "offering shm" : "plain tcp");
+        if (cfg.transport != TransportChoice::tcp && cfg.transport != TransportChoice::rdma && port &&
+            registry::same_host(addr, len) && registry::is_published(port))
+            offers = handshake::kOfferShm;
+        RS_LOG(debug, "fd %d: connect to port %u, %s", fd, port, offers ? "offering shm" : "plain tcp");
+    }
+    int r = calls().connect(fd, addr, len);
+    int saved = errno;
+    if (s && !s->conn && (r == 0 || errno == EINPROGRESS)) {
+        auto c = new_connection(fd, Role::client, s->nonblocking);
+        if (offers) c->set_offer(offers);
         s->conn = std::move(c);
     }
     errno = saved;
     return r;
 }
 
+// Publishes the same-host registry entry for a listening socket's port.
+static void publish(Socket& s, int fd) {
+    if (s.registry_fd >= 0 || shim::config().transport == TransportChoice::tcp) return;
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return;
+    uint16_t port = registry::port_of(reinterpret_cast<sockaddr*>(&a), len);
+    if (port) s.registry_fd = registry::publish(port);
+}
+
 int listen(int fd, int backlog) {
+    auto s = fd_table().get(fd);
+    // Publish before listening when the port is already bound, so no client can
+    // connect in between and miss the entry; an unbound socket gets its port here.
+    if (s) publish(*s, fd);
     int r = calls().listen(fd, backlog);
-    auto s = r == 0 ? fd_table().get(fd) : nullptr;
-    if (s && !s->listening) {
+    if (r != 0 && s && s->registry_fd >= 0 && !s->listening) {
+        int saved = errno;  // not listening after all: a published entry would make clients wait for us
+        calls().close(s->registry_fd);
+        s->registry_fd = -1;
+        errno = saved;
+    }
+    if (r == 0 && s) {
         s->listening = true;
-        sockaddr_storage a{};
-        socklen_t len = sizeof a;
-        if (shim::config().transport != TransportChoice::tcp &&
-            getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-            s->registry_fd = registry::publish(registry::port_of(reinterpret_cast<sockaddr*>(&a), len));
+        int saved = errno;
+        publish(*s, fd);
+        errno = saved;
     }
     return r;
 }
@@ -108,9 +131,12 @@ int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
 }
 
 int close(int fd) {
-    bool tracked = fd_table().contains(fd);
-    if (tracked) forget_fd(fd);
-    shim::epoll_forget(fd, tracked);
+    // As in the kernel, epoll registrations last until the socket's last fd closes.
+    bool last_ref = false;
+    if (fd_table().contains(fd))
+        if (auto s = fd_table().get(fd)) last_ref = s->fd_refs.load() == 1;
+    if (fd_table().contains(fd)) forget_fd(fd);
+    shim::epoll_forget(fd, last_ref);
     return calls().close(fd);
 }
 

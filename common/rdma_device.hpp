@@ -1,0 +1,75 @@
+// A verbs device context for the RDMA transport: device, port 1, GID, protection
+// domain. One per process, opened lazily by the first connection that upgrades to
+// RDMA in that process (RdmaDevice::process), never used across fork: the opener's
+// pid is remembered and every other process gets an error (it must not touch the
+// parent's verbs objects; PostgreSQL's postmaster accepts and forks, the backend
+// then opens its own device because the postmaster never did).
+//
+// Every failure is reported as a clear message in `err` (no device, no
+// permission, port down, no usable GID...), never an abort.
+//
+// Fault injection (the `fault` argument, from RDMASOCK_FAULT or a test):
+//   "rdma-no-device"  the device list comes back empty
+//   "rdma-open"       ibv_open_device fails
+// (rdma_transport.hpp handles "rdma-qp-create" and "rdma-qp-rtr").
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+namespace rdmasock {
+
+class RdmaDevice {
+public:
+    // Opens device `name` (empty: the first device whose port 1 is active), port 1,
+    // GID index `gid_index` (-1: automatic, preferring a RoCE v2 IPv4-mapped GID).
+    static std::unique_ptr<RdmaDevice> open(const std::string& name, int gid_index, const std::string& fault,
+                                            std::string& err);
+
+    // The process-wide device: opened on the first call in this process (with that
+    // call's name and gid_index; later calls get the same device), cached, and
+    // refused in any other process (after fork). An open failure is cached too, so
+    // a process without RDMA pays for the device scan once. Thread safe.
+    static RdmaDevice* process(const std::string& name, int gid_index, const std::string& fault, std::string& err);
+
+    ~RdmaDevice();
+    RdmaDevice(const RdmaDevice&) = delete;
+    RdmaDevice& operator=(const RdmaDevice&) = delete;
+
+    // False (with a reason) in a process other than the one that opened it.
+    bool usable(std::string& err) const;
+
+    ibv_context* context() const { return ctx_; }
+    ibv_pd* pd() const { return pd_; }
+    uint8_t port() const { return port_; }
+    int gid_index() const { return gid_index_; }
+    const ibv_gid& gid() const { return gid_; }
+    uint16_t lid() const { return lid_; }
+    uint32_t active_mtu() const { return active_mtu_; }  // enum ibv_mtu
+    bool is_roce() const { return roce_; }               // Ethernet link layer: address by GID
+    const ibv_device_attr& attr() const { return attr_; }
+    const std::string& name() const { return name_; }
+    pid_t owner_pid() const { return pid_; }
+    std::string describe() const;  // "rxe0 port 1 gid[1]=::ffff:10.99.0.1 RoCE v2 mtu 1024"
+
+private:
+    RdmaDevice() = default;
+
+    ibv_context* ctx_ = nullptr;
+    ibv_pd* pd_ = nullptr;
+    uint8_t port_ = 1;
+    int gid_index_ = -1;
+    ibv_gid gid_{};
+    std::string gid_type_;
+    uint16_t lid_ = 0;
+    uint32_t active_mtu_ = 0;
+    bool roce_ = true;
+    ibv_device_attr attr_{};
+    std::string name_;
+    pid_t pid_ = 0;
+};
+
+}  // namespace rdmasock

@@ -1,0 +1,557 @@
+#include "rdma_transport.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace rdmasock {
+
+namespace {
+
+constexpr size_t kPage = 4096;
+// Scratch page: constant words used as the source of flag writes (so a flag write
+// that is not inline never sees its source change), and one READ destination per kind.
+constexpr size_t kScratchOne = 0;
+constexpr size_t kScratchZero = 8;
+constexpr size_t scratch_read_dst(uint64_t kind) { return 64 * kind; }
+
+std::string errno_text(int e) { return std::string(strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+
+uint8_t* map_pages(uint64_t bytes, std::string& err, const char* what) {
+    size_t len = (bytes + kPage - 1) & ~(kPage - 1);
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        err = std::string("mmap of the ") + what + " (" + std::to_string(len) + " bytes) failed: " + errno_text(errno);
+        return nullptr;
+    }
+    // Registered memory must not become copy-on-write in a fork: the NIC would keep
+    // writing the old pages. The child never uses verbs (RdmaDevice::usable), so it
+    // does not need these pages at all.
+    madvise(p, len, MADV_DONTFORK);
+    return static_cast<uint8_t*>(p);
+}
+
+void unmap_pages(uint8_t* p, uint64_t bytes) {
+    if (p) munmap(p, (bytes + kPage - 1) & ~(kPage - 1));
+}
+
+ibv_mr* reg(ibv_pd* pd, void* addr, size_t len, int access, const char* what, std::string& err) {
+    ibv_mr* mr = ibv_reg_mr(pd, addr, len, access);
+    if (!mr) {
+        int e = errno;
+        err = std::string("ibv_reg_mr of the ") + what + " (" + std::to_string(len) + " bytes) failed: " + errno_text(e);
+        if (e == ENOMEM || e == EPERM || e == EAGAIN) err += " (locked-memory limit? see ulimit -l)";
+    }
+    return mr;
+}
+
+uint64_t make_wr_id(uint64_t kind, uint32_t covered, uint64_t seq) { return covered | kind << 16 | seq << 20; }
+uint32_t wr_covered(uint64_t id) { return static_cast<uint32_t>(id & 0xffff); }
+uint64_t wr_kind(uint64_t id) { return (id >> 16) & 3; }
+uint64_t wr_seq(uint64_t id) { return id >> 20; }
+
+
+inline void cpu_relax() { __builtin_ia32_pause(); }
+
+template <class T>
+std::atomic_ref<T> at(uint8_t* p) {
+    return std::atomic_ref<T>(*reinterpret_cast<T*>(p));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- setup
+
+std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t ring_bytes, const std::string& fault,
+                                                     std::string& err) {
+    if (!dev.usable(err)) return nullptr;
+    if (!ring::valid_capacity(ring_bytes)) {
+        err = "invalid ring size " + std::to_string(ring_bytes);
+        return nullptr;
+    }
+    std::unique_ptr<RdmaTransport> t(new RdmaTransport(dev));
+    t->fault_ = fault;
+    t->pid_ = getpid();
+    t->ring_bytes_ = ring_bytes;
+    t->sink_.t = t.get();
+    t->publisher_.t = t.get();
+
+    if (!(t->ring_ = map_pages(ring_bytes, err, "receive ring"))) return nullptr;
+    if (!(t->ctrl_ = map_pages(kPage, err, "ctrl block"))) return nullptr;
+    if (!(t->scratch_ = map_pages(kPage, err, "scratch block"))) return nullptr;
+    new (t->ctrl(RdmaCtrl::consumed)) std::atomic<uint64_t>(0);  // RingWriter's view of the peer's consumed
+    at<uint32_t>(t->scratch_ + kScratchOne).store(1, std::memory_order_relaxed);
+
+    ibv_pd* pd = dev.pd();
+    if (!(t->ring_mr_ = reg(pd, t->ring_, ring_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                            "receive ring", err)))
+        return nullptr;
+    if (!(t->ctrl_mr_ = reg(pd, t->ctrl_, RdmaCtrl::bytes,
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, "ctrl block",
+                            err)))
+        return nullptr;
+    if (!(t->scratch_mr_ = reg(pd, t->scratch_, kPage, IBV_ACCESS_LOCAL_WRITE, "scratch block", err))) return nullptr;
+
+    const ibv_device_attr& a = dev.attr();
+    uint32_t depth = std::min<uint32_t>(kSqDepthWanted, a.max_qp_wr > 0 ? static_cast<uint32_t>(a.max_qp_wr) : 16);
+    uint32_t cqe = std::min<uint32_t>(depth + 16, a.max_cqe > 0 ? static_cast<uint32_t>(a.max_cqe) : depth + 16);
+    if (!(t->cq_ = ibv_create_cq(dev.context(), static_cast<int>(cqe), nullptr, nullptr, 0))) {
+        err = "ibv_create_cq(" + std::to_string(cqe) + ") failed: " + errno_text(errno);
+        return nullptr;
+    }
+    if (fault == "rdma-qp-create") {
+        err = "ibv_create_qp failed: " + errno_text(EINVAL) + " [fault injection rdma-qp-create]";
+        return nullptr;
+    }
+    // Ask for 256 bytes of inline data; some devices refuse that, so step down.
+    // What we got is read back below, never assumed.
+    int last_errno = 0;
+    for (uint32_t want_inline : {kInlineWanted, 128u, 64u, 0u}) {
+        ibv_qp_init_attr ia{};
+        ia.send_cq = t->cq_;
+        ia.recv_cq = t->cq_;
+        ia.qp_type = IBV_QPT_RC;
+        ia.sq_sig_all = 0;
+        ia.cap.max_send_wr = depth;
+        ia.cap.max_recv_wr = 1;  // no receives are ever posted
+        ia.cap.max_send_sge = 1;
+        ia.cap.max_recv_sge = 1;
+        ia.cap.max_inline_data = want_inline;
+        if ((t->qp_ = ibv_create_qp(pd, &ia))) break;
+        last_errno = errno;
+    }
+    if (!t->qp_) {
+        err = "ibv_create_qp(RC, " + std::to_string(depth) + " send WRs) failed: " + errno_text(last_errno);
+        return nullptr;
+    }
+    ibv_qp_attr qa{};
+    ibv_qp_init_attr qia{};
+    if (ibv_query_qp(t->qp_, &qa, IBV_QP_CAP, &qia) != 0) {
+        err = "ibv_query_qp(IBV_QP_CAP) failed: " + errno_text(errno);
+        return nullptr;
+    }
+    t->max_inline_ = qa.cap.max_inline_data;
+    t->sq_depth_ = std::min(depth, qa.cap.max_send_wr > 0 ? qa.cap.max_send_wr : depth);
+    if (t->sq_depth_ < 8) {
+        err = "send queue of " + std::to_string(t->sq_depth_) + " work requests is too small";
+        return nullptr;
+    }
+    // N well under the depth: at most depth/4 unsignaled requests trail the last
+    // signaled one, so a full queue always has a completion coming.
+    t->signal_every_ = std::min(kSignalEvery, t->sq_depth_ / 4);
+    std::random_device rd;
+    t->psn_ = rd() & 0xffffff;
+    return t;
+}
+
+RdmaParams RdmaTransport::local_params() const {
+    RdmaParams p;
+    std::memcpy(p.gid, dev_.gid().raw, 16);
+    p.qpn = qp_->qp_num;
+    p.psn = psn_;
+    p.mtu = dev_.active_mtu();
+    p.ring_addr = reinterpret_cast<uint64_t>(ring_);
+    p.ring_rkey = ring_mr_->rkey;
+    p.ring_bytes = ring_bytes_;
+    p.ctrl_addr = reinterpret_cast<uint64_t>(ctrl_);
+    p.ctrl_rkey = ctrl_mr_->rkey;
+    p.lid = dev_.is_roce() ? 0 : dev_.lid();
+    return p;
+}
+
+bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
+    if (!dev_.usable(err)) return false;
+    if (connected_) {
+        err = "RDMA transport already connected";
+        return false;
+    }
+    if (!ring::valid_capacity(remote.ring_bytes) || remote.mtu < IBV_MTU_256 || remote.mtu > IBV_MTU_4096) {
+        err = "invalid remote RDMA parameters";
+        return false;
+    }
+    mirror_bytes_ = remote.ring_bytes;
+    if (!(mirror_ = map_pages(mirror_bytes_, err, "send mirror"))) return false;
+    if (!(mirror_mr_ = reg(dev_.pd(), mirror_, mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err))) return false;
+
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = dev_.port();
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+        err = "ibv_modify_qp(INIT) failed: " + errno_text(rc);
+        return false;
+    }
+
+    path_mtu_ = std::min<uint32_t>(dev_.active_mtu(), remote.mtu);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = static_cast<ibv_mtu>(path_mtu_);
+    a.dest_qp_num = remote.qpn;
+    a.rq_psn = remote.psn;
+    a.max_dest_rd_atomic = 1;  // the peer has at most one READ outstanding (its max_rd_atomic)
+    a.min_rnr_timer = 12;
+    a.ah_attr.port_num = dev_.port();
+    a.ah_attr.sl = 0;
+    a.ah_attr.src_path_bits = 0;
+    if (dev_.is_roce()) {
+        // RoCE: every packet carries a GRH (RoCE v2: the IP header), addressed by GID.
+        a.ah_attr.is_global = 1;
+        std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
+        a.ah_attr.grh.sgid_index = static_cast<uint8_t>(dev_.gid_index());
+        a.ah_attr.grh.hop_limit = 64;
+        a.ah_attr.grh.traffic_class = 0;
+        a.ah_attr.grh.flow_label = 0;
+    } else {
+        a.ah_attr.is_global = 0;  // InfiniBand, same subnet: LID routed (untested here)
+        a.ah_attr.dlid = remote.lid;
+    }
+    int rc = fault_ == "rdma-qp-rtr" ? EINVAL : 0;
+    if (!rc)
+        rc = ibv_modify_qp(qp_, &a,
+                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    if (rc) {
+        err = "ibv_modify_qp(RTR) failed: " + errno_text(rc) + (fault_ == "rdma-qp-rtr" ? " [fault injection rdma-qp-rtr]" : "");
+        return false;
+    }
+
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;    // 4.096 us * 2^14 = 67 ms per transport retry
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;   // no receives are posted, so RNR never happens; 7 = retry forever
+    a.sq_psn = psn_;
+    a.max_rd_atomic = 1;
+    if ((rc = ibv_modify_qp(qp_, &a,
+                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                IBV_QP_MAX_QP_RD_ATOMIC))) {
+        err = "ibv_modify_qp(RTS) failed: " + errno_text(rc);
+        return false;
+    }
+    remote_ = remote;
+    auto* consumed = reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed));
+    writer_ = std::make_unique<ring::RingWriter>(remote.ring_bytes, sink_, consumed);
+    reader_ = std::make_unique<ring::RingReader>(ring_, ring_bytes_, publisher_);
+    connected_ = true;
+    return true;
+}
+
+RdmaTransport::~RdmaTransport() {
+    // In a forked child every verbs object and registered page belongs to the
+    // parent (and the pages are not even mapped here: MADV_DONTFORK).
+    if (pid_ != getpid()) return;
+    if (connected_) flush(1000);
+    if (qp_) ibv_destroy_qp(qp_);
+    if (cq_) ibv_destroy_cq(cq_);
+    for (ibv_mr* mr : {ring_mr_, mirror_mr_, ctrl_mr_, scratch_mr_})
+        if (mr) ibv_dereg_mr(mr);
+    unmap_pages(ring_, ring_bytes_);
+    unmap_pages(mirror_, mirror_bytes_);
+    unmap_pages(ctrl_, kPage);
+    unmap_pages(scratch_, kPage);
+}
+
+// ---------------------------------------------------------------- send queue
+
+void RdmaTransport::fail_locked(std::string why) {
+    if (broken_.load(std::memory_order_relaxed)) return;
+    error_ = std::move(why);
+    broken_.store(true, std::memory_order_release);
+    // Take the QP down so that the peer's operations on it fail as well (its writer
+    // and reader turn broken within the retry timeout instead of waiting on us).
+    if (qp_) {
+        ibv_qp_attr a{};
+        a.qp_state = IBV_QPS_ERR;
+        ibv_modify_qp(qp_, &a, IBV_QP_STATE);
+    }
+}
+
+std::string RdmaTransport::error() const {
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    return error_;
+}
+
+RdmaTransport::Stats RdmaTransport::stats() const {
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    return stats_;
+}
+
+bool RdmaTransport::reap_locked() {
+    ibv_wc wc[16];
+    ++stats_.cq_polls;
+    int n = ibv_poll_cq(cq_, 16, wc);
+    if (n < 0) {
+        fail_locked("ibv_poll_cq failed");
+        return false;
+    }
+    for (int i = 0; i < n; ++i) {
+        if (wc[i].status != IBV_WC_SUCCESS) {
+            // wc.opcode is undefined on error; the wr_id says what it was (0: unsignaled WRITE).
+            char vendor[16];
+            snprintf(vendor, sizeof vendor, "0x%x", wc[i].vendor_err);
+            fail_locked(std::string(wr_kind(wc[i].wr_id) == kWrite ? "RDMA WRITE" : "RDMA READ") +
+                        " completed with error: " + ibv_wc_status_str(wc[i].status) + " (status " +
+                        std::to_string(wc[i].status) + ", vendor error " + vendor + ")");
+            continue;
+        }
+        const uint64_t id = wc[i].wr_id;
+        const uint32_t covered = wr_covered(id);
+        outstanding_ -= std::min(outstanding_, covered);
+        if (signaled_inflight_) --signaled_inflight_;
+        const uint64_t kind = wr_kind(id);
+        if (kind != kWrite) read_done_[kind] = std::max(read_done_[kind], wr_seq(id));
+    }
+    return !broken_.load(std::memory_order_relaxed);
+}
+
+bool RdmaTransport::wait_room_locked() {
+    ++stats_.sq_full_waits;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2 * kReadTimeoutMs);
+    for (unsigned spins = 0; outstanding_ + 1 >= sq_depth_; ++spins) {
+        if (!reap_locked()) return false;
+        if ((spins & 1023) == 1023 && std::chrono::steady_clock::now() > deadline) {
+            fail_locked("send queue full for " + std::to_string(2 * kReadTimeoutMs) + " ms (peer not acknowledging)");
+            return false;
+        }
+        cpu_relax();
+    }
+    return true;
+}
+
+// One work request: RDMA WRITE (local -> remote) or RDMA READ (remote -> local).
+// Unsignaled except every signal_every_-th, READs (their answer is awaited) and
+// flush markers. A signaled completion also retires every unsignaled request
+// before it (RC completes in order), which is how `outstanding_` shrinks.
+bool RdmaTransport::post_locked(uint64_t local, uint32_t lkey, uint32_t len, uint64_t remote, uint32_t rkey, bool read,
+                                Kind kind, uint64_t* seq) {
+    if (broken_.load(std::memory_order_relaxed)) return false;
+    if (outstanding_ + 1 >= sq_depth_ && !wait_room_locked()) return false;
+    ibv_sge sge{local, len, lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+    wr.wr.rdma.remote_addr = remote;
+    wr.wr.rdma.rkey = rkey;
+    if (!read && len <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
+    const bool signal = read || kind != kWrite || pending_unsignaled_ + 1 >= signal_every_;
+    const uint64_t s = ++seq_;
+    if (signal) {
+        wr.send_flags |= IBV_SEND_SIGNALED;
+        wr.wr_id = make_wr_id(kind, pending_unsignaled_ + 1, s);
+    }
+    ibv_send_wr* bad = nullptr;
+    if (int rc = ibv_post_send(qp_, &wr, &bad)) {
+        fail_locked(std::string("ibv_post_send(") + (read ? "RDMA READ" : "RDMA WRITE") + ") failed: " + errno_text(rc));
+        return false;
+    }
+    ++outstanding_;
+    if (signal) {
+        pending_unsignaled_ = 0;
+        ++signaled_inflight_;
+        ++stats_.signaled;
+    } else {
+        ++pending_unsignaled_;
+    }
+    if (seq) *seq = s;
+    return true;
+}
+
+bool RdmaTransport::wait_read(Kind kind, uint64_t seq) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadTimeoutMs);
+    for (unsigned spins = 0;; ++spins) {
+        {
+            std::lock_guard<std::mutex> lk(sq_mu_);
+            if (read_done_[kind] >= seq) return true;
+            if (!reap_locked()) return false;
+            if (read_done_[kind] >= seq) return true;
+            if ((spins & 255) == 255 && std::chrono::steady_clock::now() > deadline) {
+                fail_locked("RDMA READ of the peer's progress counter unanswered after " +
+                            std::to_string(kReadTimeoutMs) + " ms");
+                return false;
+            }
+        }
+        if (spins < 4096) cpu_relax();
+        else std::this_thread::yield();  // a slow peer (emulation): let the other threads run
+    }
+}
+
+bool RdmaTransport::flush(int timeout_ms) {
+    if (!connected_ || pid_ != getpid()) return false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    if (broken_.load(std::memory_order_relaxed)) return false;
+    if (outstanding_ == 0) return true;
+    if (pending_unsignaled_ > 0) {
+        // The tail is unsignaled: a signaled READ behind it completes only after
+        // every earlier WRITE was executed by the peer.
+        if (!post_locked(reinterpret_cast<uint64_t>(scratch_ + scratch_read_dst(kReadFlush)), scratch_mr_->lkey, 8,
+                         remote_.ctrl_addr + RdmaCtrl::written, remote_.ctrl_rkey, true, kReadFlush, nullptr))
+            return false;
+    }
+    while (outstanding_ > 0) {
+        if (!reap_locked()) return false;
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        cpu_relax();
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------- data path
+
+uint8_t* RdmaTransport::Sink::stage(uint64_t offset, uint64_t) { return t->mirror_ + offset; }
+
+bool RdmaTransport::Sink::post(uint64_t offset, uint64_t bytes) { return t->post_record(offset, bytes); }
+
+bool RdmaTransport::Publisher::publish_consumed(uint64_t consumed) { return t->publish(consumed); }
+
+bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
+    if (offset + bytes > mirror_bytes_ || bytes > UINT32_MAX) {
+        std::lock_guard<std::mutex> lk(sq_mu_);
+        fail_locked("record outside the ring");
+        return false;
+    }
+    const uint64_t end = sink_pos_ + bytes;
+    // Wake-up protocol: the progress counter the sleeping peer READs is stored
+    // BEFORE the record is posted (release: a READ that returns `end` is ordered
+    // after it; the caller's seq_cst fence then orders it before the flag load in
+    // take_peer_reader_waiting).
+    at<uint64_t>(ctrl(RdmaCtrl::written)).store(end, std::memory_order_release);
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    if (!post_locked(reinterpret_cast<uint64_t>(mirror_ + offset), mirror_mr_->lkey, static_cast<uint32_t>(bytes),
+                     remote_.ring_addr + offset, remote_.ring_rkey, false, kWrite, nullptr))
+        return false;
+    ++stats_.records;
+    stats_.record_bytes += bytes;
+    if (bytes <= max_inline_) ++stats_.inline_records;
+    // Keep the completion queue drained and notice errors early.
+    if (signaled_inflight_ && !reap_locked()) return false;
+    sink_pos_ = end;
+    return true;
+}
+
+bool RdmaTransport::publish(uint64_t consumed) {
+    // Stored BEFORE the write is posted (the peer's arm_writer READs it), and it
+    // is the write's source: inline copies it now; a non-inline write may pick up
+    // a newer value, which is just as valid (monotonic, already zeroed).
+    at<uint64_t>(ctrl(RdmaCtrl::published)).store(consumed, std::memory_order_release);
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    if (!post_locked(reinterpret_cast<uint64_t>(ctrl(RdmaCtrl::published)), ctrl_mr_->lkey, 8,
+                     remote_.ctrl_addr + RdmaCtrl::consumed, remote_.ctrl_rkey, false, kWrite, nullptr))
+        return false;
+    ++stats_.publishes;
+    if (signaled_inflight_ && !reap_locked()) return false;
+    return true;
+}
+
+// ---------------------------------------------------------------- sleeping
+
+// True when every record the peer had posted when it stored `peer_written` has
+// landed in our ring: walk complete records from the reader's position (the same
+// checks the reader makes; anything odd just stops the walk, the reader reports it).
+// The walk may run concurrently with a reading thread that zeroes records behind
+// it: it then stops early and we answer "in flight", which only costs a re-check.
+bool RdmaTransport::landed_covers(uint64_t peer_written) {
+    uint64_t pos = reader_->consumed();
+    if (peer_written <= pos) return true;
+    if (peer_written - pos > ring_bytes_ || peer_written % ring::kAlign != 0) {
+        std::lock_guard<std::mutex> lk(sq_mu_);
+        fail_locked("peer reported an impossible written position " + std::to_string(peer_written));
+        return true;
+    }
+    const uint64_t start = pos, mask = ring_bytes_ - 1;
+    const uint32_t max_len = ring::max_payload(ring_bytes_);
+    while (pos < peer_written && pos - start < ring_bytes_) {
+        const uint64_t off = pos & mask;
+        const uint32_t header = at<uint32_t>(ring_ + off).load(std::memory_order_acquire);
+        const auto kind = ring::header_kind(header);
+        const uint32_t len = ring::header_length(header);
+        if (kind == ring::RecordKind::none) break;
+        if (kind == ring::RecordKind::data ? (len > max_len || off + ring::record_bytes(len) > ring_bytes_) : len != 0)
+            break;
+        const uint32_t footer = at<uint32_t>(ring_ + off + ring::footer_offset(len)).load(std::memory_order_acquire);
+        if (footer != ring::footer_for(header, pos)) break;
+        pos += ring::record_bytes(len);
+    }
+    return pos >= peer_written;
+}
+
+bool RdmaTransport::arm(bool reader, bool on) {
+    if (!connected_ || broken()) return true;
+    const size_t flag = reader ? RdmaCtrl::reader_waiting : RdmaCtrl::writer_waiting;
+    const Kind kind = reader ? kReadReader : kReadWriter;
+    uint64_t seq = 0;
+    {
+        std::lock_guard<std::mutex> lk(sq_mu_);
+        bool& set = reader ? reader_flag_set_ : writer_flag_set_;
+        if (!on) {
+            if (set && post_locked(reinterpret_cast<uint64_t>(scratch_ + kScratchZero), scratch_mr_->lkey, 4,
+                                   remote_.ctrl_addr + flag, remote_.ctrl_rkey, false, kWrite, nullptr))
+                ++stats_.flag_writes;
+            set = false;
+            return true;
+        }
+        // 1. our flag into the peer's ctrl block, 2. READ the peer's progress counter.
+        // Same QP: the peer's responder executes the READ after the WRITE is placed.
+        if (!post_locked(reinterpret_cast<uint64_t>(scratch_ + kScratchOne), scratch_mr_->lkey, 4,
+                         remote_.ctrl_addr + flag, remote_.ctrl_rkey, false, kWrite, nullptr))
+            return true;
+        set = true;
+        ++stats_.flag_writes;
+        const size_t counter = reader ? RdmaCtrl::written : RdmaCtrl::published;
+        if (!post_locked(reinterpret_cast<uint64_t>(scratch_ + scratch_read_dst(kind)), scratch_mr_->lkey, 8,
+                         remote_.ctrl_addr + counter, remote_.ctrl_rkey, true, kind, &seq))
+            return true;
+        ++stats_.reads;
+    }
+    // 3. Wait for the answer. Broken (error or timeout): see the header.
+    if (!wait_read(kind, seq)) return true;
+    const uint64_t peer = at<uint64_t>(scratch_ + scratch_read_dst(kind)).load(std::memory_order_acquire);
+    bool may_sleep;
+    if (reader) {
+        may_sleep = landed_covers(peer);
+    } else {
+        // The peer's published consumed position vs. what has landed in our ctrl block.
+        const uint64_t mine = at<uint64_t>(ctrl(RdmaCtrl::written)).load(std::memory_order_acquire);
+        const uint64_t landed =
+            reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed))->load(std::memory_order_acquire);
+        if (peer > mine || peer % ring::kAlign != 0) {
+            std::lock_guard<std::mutex> lk(sq_mu_);
+            fail_locked("peer reported an impossible published position " + std::to_string(peer));
+            return true;
+        }
+        may_sleep = peer <= landed;
+    }
+    if (!may_sleep) {
+        std::lock_guard<std::mutex> lk(sq_mu_);
+        ++stats_.arms_in_flight;
+    }
+    return may_sleep;
+}
+
+bool RdmaTransport::arm_reader(bool on) { return arm(true, on); }
+bool RdmaTransport::arm_writer(bool on) { return arm(false, on); }
+
+// The peer RDMA-WROTE these flags into our ctrl block. The caller has issued a
+// seq_cst fence after storing its progress counter (post_record / publish), so
+// this load is ordered after that store: the other half of the Dekker pair.
+bool RdmaTransport::take_peer_reader_waiting() {
+    auto f = at<uint32_t>(ctrl(RdmaCtrl::reader_waiting));
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return f.load(std::memory_order_relaxed) != 0 && f.exchange(0, std::memory_order_acq_rel) != 0;
+}
+
+bool RdmaTransport::take_peer_writer_waiting() {
+    auto f = at<uint32_t>(ctrl(RdmaCtrl::writer_waiting));
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return f.load(std::memory_order_relaxed) != 0 && f.exchange(0, std::memory_order_acq_rel) != 0;
+}
+
+}  // namespace rdmasock

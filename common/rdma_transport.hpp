@@ -1,0 +1,209 @@
+// The RDMA transport: the ring protocol over one reliable-connected (RC) queue pair.
+// Design, measurements and limits: docs/rdma-transport.md.
+//
+// Memory (all registered once, in create()/connect(); never on the data path):
+//   receive ring  ring_bytes, page aligned, LOCAL_WRITE|REMOTE_WRITE: the peer's
+//                 writer RDMA-WRITEs records here; our RingReader polls footers.
+//   send mirror   the peer's ring size, registered in connect() (that is when the
+//                 size is known), local only: our RingWriter assembles each record at
+//                 the record's ring offset, then one RDMA WRITE copies it to the same
+//                 offset of the peer's ring (IBV_SEND_INLINE when it fits the QP's
+//                 max_inline_data as read back with ibv_query_qp).
+//   ctrl block    one page, the first kCtrlBytes registered LOCAL_WRITE|REMOTE_WRITE|
+//                 REMOTE_READ; every field on its own cache line (RdmaCtrl offsets).
+//   scratch       one page, local only: constant 0 / 1 words (sources of flag writes)
+//                 and the destinations of our RDMA READs.
+//
+// Concurrency: the writer (one thread at a time), the reader (one thread at a
+// time) and arm_* / take_* may run on different threads; posting to the send
+// queue and reaping the completion queue are serialized by one internal mutex.
+//
+// Lost wake-ups (see transport.hpp for the caller's half): a side about to sleep
+// RDMA-WRITEs its "waiting" flag into the peer's ctrl block and then RDMA-READs
+// the peer's progress counter over the same QP; the responder executes the two in
+// order, so the flag is in the peer's memory before the counter is read. The
+// peer stores that progress counter in its own memory BEFORE it posts the record
+// (or the consumed publication) and loads the flag after a seq_cst fence. Either
+// the peer's flag load sees our flag (it rings the doorbell), or its counter store
+// preceded that load and therefore our READ, which returns the new counter: then
+// arm_* compares it with what has landed locally and returns false ("bytes in
+// flight: do not sleep") until it has landed. The full argument is in
+// docs/rdma-transport.md.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "rdma_device.hpp"
+#include "rdma_params.hpp"
+#include "transport.hpp"
+
+namespace rdmasock {
+
+// Byte offsets inside a ctrl block. The peer addresses our block with these, so
+// they are part of the wire protocol (RdmaParams magic "RDP1").
+struct RdmaCtrl {
+    // u64, written by the peer's reader (RDMA WRITE): consumed position of the ring
+    // WE write (it lives in the peer). Our RingWriter reads it (validated).
+    static constexpr size_t consumed = 0;
+    // u32, written by the peer: its reader sleeps until we write a record.
+    static constexpr size_t reader_waiting = 64;
+    // u32, written by the peer: its writer sleeps until we publish consumed space.
+    static constexpr size_t writer_waiting = 128;
+    // u64, ours, READ by the peer: end position of the last record our writer posted
+    // (stored before the record's RDMA WRITE is posted).
+    static constexpr size_t written = 192;
+    // u64, ours, READ by the peer: the consumed position our reader last published
+    // (stored before the publication's RDMA WRITE is posted; also its source).
+    static constexpr size_t published = 256;
+    static constexpr size_t bytes = 320;
+};
+
+class RdmaTransport final : public Transport {
+public:
+    struct Stats {
+        uint64_t records = 0;         // RDMA WRITEs of ring records
+        uint64_t record_bytes = 0;
+        uint64_t inline_records = 0;  // of which IBV_SEND_INLINE
+        uint64_t publishes = 0;       // consumed-counter writes
+        uint64_t flag_writes = 0;
+        uint64_t reads = 0;           // arm_* progress READs
+        uint64_t arms_in_flight = 0;  // arm_* that returned false (progress in flight)
+        uint64_t signaled = 0;        // signaled work requests
+        uint64_t cq_polls = 0;
+        uint64_t sq_full_waits = 0;   // post had to wait for send queue room
+    };
+
+    // Registers the receive ring (ring_bytes, ring::valid_capacity), the ctrl and
+    // scratch blocks, creates the CQ and the RC QP (RESET). fault: "rdma-qp-create"
+    // fails the QP creation, "rdma-qp-rtr" is remembered for connect(). Returns
+    // nullptr with a reason in err on failure.
+    static std::unique_ptr<RdmaTransport> create(RdmaDevice& dev, uint64_t ring_bytes, const std::string& fault,
+                                                 std::string& err);
+    ~RdmaTransport() override;
+    RdmaTransport(const RdmaTransport&) = delete;
+    RdmaTransport& operator=(const RdmaTransport&) = delete;
+
+    // What the peer needs (goes into HELLO / ACCEPT).
+    RdmaParams local_params() const;
+    // Brings the QP to RTS against the peer and creates the writer (sized for the
+    // remote ring) and the reader (the local ring). Once only. writer()/reader()
+    // must not be used before it succeeded.
+    bool connect(const RdmaParams& remote, std::string& err);
+
+    const char* name() const override { return "rdma"; }
+    ring::RingWriter& writer() override { return *writer_; }
+    ring::RingReader& reader() override { return *reader_; }
+    // on=true: RDMA WRITE our reader_waiting flag into the peer, RDMA READ its
+    // `written` counter (spin up to kReadTimeoutMs for the answer), return false if
+    // the peer posted records that have not landed in our ring yet. on=false: clear
+    // the flag in the peer (one inline WRITE). A broken transport returns true: no
+    // byte can arrive through it any more, and the caller's kernel sleep on the TCP
+    // socket still ends on the peer's doorbell, FIN or RST (see broken()).
+    bool arm_reader(bool on) override;
+    // Same for the writer: flag writer_waiting, READ the peer's `published`, false
+    // if a consumed publication is still in flight to our ctrl block.
+    bool arm_writer(bool on) override;
+    // Our ctrl block's flags as the peer wrote them (local loads, cleared on take).
+    bool take_peer_reader_waiting() override;
+    bool take_peer_writer_waiting() override;
+
+    // Waits up to timeout_ms until every posted work request has completed (the
+    // peer's NIC acknowledged all records). The destructor calls it with 1000 ms.
+    bool flush(int timeout_ms);
+
+    // A completion error, a failed post, a READ timeout or an impossible counter
+    // from the peer breaks the transport for good (the QP is moved to ERR, so the
+    // peer's operations fail too). Posts then return false (writer: broken), the
+    // publisher too (reader: broken at its next publication).
+    bool broken() const { return broken_.load(std::memory_order_acquire); }
+    std::string error() const;
+
+    uint32_t max_inline() const { return max_inline_; }  // as read back with ibv_query_qp
+    uint32_t sq_depth() const { return sq_depth_; }
+    uint32_t signal_every() const { return signal_every_; }
+    uint32_t path_mtu() const { return path_mtu_; }  // enum ibv_mtu, after connect
+    Stats stats() const;
+
+    static constexpr int kReadTimeoutMs = 1000;     // arm_* READ answer
+    static constexpr uint32_t kSqDepthWanted = 256;
+    static constexpr uint32_t kSignalEvery = 64;
+    static constexpr uint32_t kInlineWanted = 256;
+
+private:
+    explicit RdmaTransport(RdmaDevice& dev) : dev_(dev) {}
+
+    struct Sink final : ring::RecordSink {
+        RdmaTransport* t = nullptr;
+        uint8_t* stage(uint64_t offset, uint64_t) override;
+        bool post(uint64_t offset, uint64_t bytes) override;
+    };
+    struct Publisher final : ring::ConsumedPublisher {
+        RdmaTransport* t = nullptr;
+        bool publish_consumed(uint64_t consumed) override;
+    };
+    enum Kind : uint64_t { kWrite = 0, kReadReader = 1, kReadWriter = 2, kReadFlush = 3 };
+
+    bool post_record(uint64_t offset, uint64_t bytes);
+    bool publish(uint64_t consumed);
+    bool arm(bool reader, bool on);
+    bool landed_covers(uint64_t peer_written);
+    // All *_locked functions run under sq_mu_.
+    bool post_locked(uint64_t local, uint32_t lkey, uint32_t len, uint64_t remote, uint32_t rkey, bool read,
+                     Kind kind, uint64_t* seq);
+    bool wait_room_locked();
+    bool reap_locked();
+    void fail_locked(std::string why);
+    bool wait_read(Kind kind, uint64_t seq);
+    uint8_t* ctrl(size_t off) const { return ctrl_ + off; }
+
+    RdmaDevice& dev_;
+    std::string fault_;
+    pid_t pid_ = 0;
+
+    uint8_t* ring_ = nullptr;
+    uint64_t ring_bytes_ = 0;
+    uint8_t* mirror_ = nullptr;
+    uint64_t mirror_bytes_ = 0;
+    uint8_t* ctrl_ = nullptr;
+    uint8_t* scratch_ = nullptr;
+    ibv_mr* ring_mr_ = nullptr;
+    ibv_mr* mirror_mr_ = nullptr;
+    ibv_mr* ctrl_mr_ = nullptr;
+    ibv_mr* scratch_mr_ = nullptr;
+    ibv_cq* cq_ = nullptr;
+    ibv_qp* qp_ = nullptr;
+    uint32_t psn_ = 0;
+    uint32_t max_inline_ = 0;
+    uint32_t sq_depth_ = 0;
+    uint32_t signal_every_ = 0;
+    uint32_t path_mtu_ = 0;
+    RdmaParams remote_{};
+    bool connected_ = false;
+
+    Sink sink_;
+    Publisher publisher_;
+    uint64_t sink_pos_ = 0;  // writer thread only: absolute end of the last posted record
+    std::unique_ptr<ring::RingWriter> writer_;
+    std::unique_ptr<ring::RingReader> reader_;
+
+    std::atomic<bool> broken_{false};
+    mutable std::mutex sq_mu_;
+    // Under sq_mu_:
+    std::string error_;
+    uint32_t outstanding_ = 0;        // posted work requests not known to be complete
+    uint32_t pending_unsignaled_ = 0;  // unsignaled ones since the last signaled one
+    uint32_t signaled_inflight_ = 0;
+    uint64_t seq_ = 0;
+    uint64_t read_done_[4] = {};  // by Kind: highest completed READ sequence
+    bool reader_flag_set_ = false;  // last value we wrote into the peer's reader_waiting
+    bool writer_flag_set_ = false;
+    Stats stats_;
+};
+
+}  // namespace rdmasock

@@ -1,0 +1,256 @@
+// Readiness semantics probe: runs poll/ppoll/select/epoll scenarios on one end
+// of a TCP connection while a forked peer writes, shuts down and closes on
+// command, and prints what a program would observe. The integration test runs
+// it on plain TCP and under LD_PRELOAD and requires identical output.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+int g_cmd = -1, g_ack = -1;  // pipes to and from the peer process
+
+// Peer side: 'w' + count writes that many bytes, 's' shutdown(SHUT_WR), 'c' close.
+[[noreturn]] void peer(int port, int cmd, int ack) {
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(3);
+    char op;
+    while (read(cmd, &op, 1) == 1) {
+        if (op == 'w') {
+            unsigned char n;
+            if (read(cmd, &n, 1) != 1) break;
+            char buf[256];
+            memset(buf, 'a', n);
+            if (send(c, buf, n, 0) != n) _exit(4);
+        } else if (op == 's') {
+            shutdown(c, SHUT_WR);
+        } else if (op == 'c') {
+            close(c);
+        } else if (op == 'q') {
+            break;
+        }
+        if (write(ack, "k", 1) != 1) break;
+    }
+    _exit(0);
+}
+
+void tell(char op, unsigned char n = 0) {
+    char m[2] = {op, static_cast<char>(n)};
+    if (write(g_cmd, m, op == 'w' ? 2 : 1) < 0) exit(5);
+    char k;
+    if (read(g_ack, &k, 1) != 1) exit(6);
+    usleep(20000);  // let the bytes land (kernel or ring) before we look
+}
+
+void out(const char* scenario, const std::string& what) { printf("%-28s %s\n", scenario, what.c_str()); }
+
+std::string poll_once(int fd, short events, int timeout) {
+    pollfd p{fd, events, 0};
+    int rc = poll(&p, 1, timeout);
+    char b[64];
+    snprintf(b, sizeof b, "rc=%d revents=0x%x", rc, rc > 0 ? p.revents : 0);
+    return b;
+}
+
+std::string epoll_once(int ep, int timeout) {
+    epoll_event ev[4];
+    int n = epoll_wait(ep, ev, 4, timeout);
+    char b[64];
+    snprintf(b, sizeof b, "n=%d events=0x%x data=%llu", n, n > 0 ? ev[0].events : 0,
+             n > 0 ? static_cast<unsigned long long>(ev[0].data.u64) : 0ull);
+    return b;
+}
+
+std::string drain(int fd) {
+    char buf[512];
+    ssize_t total = 0, n;
+    while ((n = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) total += n;
+    char b[64];
+    snprintf(b, sizeof b, "read=%zd last=%zd errno=%s", total, n, n < 0 ? strerrorname_np(errno) : "-");
+    return b;
+}
+
+void on_alarm(int) {}
+
+}  // namespace
+
+int main() {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(l, 1)) return 2;
+    getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+    int cmd[2], ack[2];
+    if (pipe(cmd) || pipe(ack)) return 2;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(l);
+        peer(ntohs(a.sin_port), cmd[0], ack[1]);
+    }
+    g_cmd = cmd[1];
+    g_ack = ack[0];
+    int s = accept(l, nullptr, nullptr);
+    close(l);
+
+    // Warm-up: one byte settles the negotiation under the shim. The peer's first
+    // send waits for our side to answer the handshake, so read before the ack.
+    char w1[2] = {'w', 1}, x;
+    if (write(g_cmd, w1, 2) != 2) return 2;
+    out("warmup", recv(s, &x, 1, 0) == 1 ? "ok" : "failed");
+    if (read(g_ack, &x, 1) != 1) return 2;
+
+    out("poll0 empty", poll_once(s, POLLIN, 0));
+    out("nonblocking read empty", drain(s));
+    tell('w', 10);
+    out("poll0 after 10", poll_once(s, POLLIN, 0));
+    int avail = -1;
+    ioctl(s, FIONREAD, &avail);
+    out("FIONREAD", std::to_string(avail));
+    char peek[4];
+    out("MSG_PEEK", std::to_string(recv(s, peek, 4, MSG_PEEK)));
+    out("read 4", std::to_string(recv(s, peek, 4, 0)));
+    out("poll0 still (LT)", poll_once(s, POLLIN | POLLOUT, 0));
+    out("drain", drain(s));
+    out("poll0 drained", poll_once(s, POLLIN, 0));
+
+    auto t0 = std::chrono::steady_clock::now();
+    std::string r = poll_once(s, POLLIN, 100);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    out("poll 100ms empty", r + (ms >= 90 ? " waited" : " EARLY"));
+
+    int ep = epoll_create1(0);
+    epoll_event ev{EPOLLIN, {}};
+    ev.data.u64 = 42;
+    epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+    out("epoll LT empty", epoll_once(ep, 0));
+    tell('w', 5);
+    out("epoll LT data", epoll_once(ep, 0));
+    out("epoll LT again", epoll_once(ep, 0));
+    out("drain", drain(s));
+    out("epoll LT drained", epoll_once(ep, 0));
+
+    ev.events = EPOLLIN | EPOLLET;
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    tell('w', 5);
+    out("epoll ET data", epoll_once(ep, 0));
+    out("epoll ET no new data", epoll_once(ep, 0));
+    tell('w', 5);
+    out("epoll ET new data", epoll_once(ep, 0));
+    out("read 3", std::to_string(recv(s, peek, 3, 0)));
+    out("epoll ET after partial", epoll_once(ep, 0));
+    out("drain", drain(s));
+
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    tell('w', 5);
+    out("oneshot first", epoll_once(ep, 0));
+    out("oneshot disabled", epoll_once(ep, 0));
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    out("oneshot rearmed", epoll_once(ep, 0));
+    out("drain", drain(s));
+
+    ev.events = EPOLLOUT;
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    out("epoll OUT", epoll_once(ep, 0));
+
+    // Blocking waits that data ends: the peer writes while we sleep.
+    ev.events = EPOLLIN;
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    if (fork() == 0) {
+        usleep(50000);
+        char m[2] = {'w', 7};
+        if (write(g_cmd, m, 2) < 0) _exit(1);
+        _exit(0);
+    }
+    out("epoll blocking wakes", epoll_once(ep, 2000));
+    char k;
+    if (read(g_ack, &k, 1) != 1) return 3;
+    wait(nullptr);
+    out("drain", drain(s));
+
+    // Two sets watching one socket, and a pipe mixed in.
+    int ep2 = epoll_create1(0);
+    ev.data.u64 = 7;
+    epoll_ctl(ep2, EPOLL_CTL_ADD, s, &ev);
+    int pp[2];
+    if (pipe(pp)) return 2;
+    if (write(pp[1], "p", 1) != 1) return 2;
+    pollfd mixed[2] = {{s, POLLIN, 0}, {pp[0], POLLIN, 0}};
+    int rc = poll(mixed, 2, 0);
+    out("poll mixed", "rc=" + std::to_string(rc) + " sock=" + std::to_string(mixed[0].revents) + " pipe=" +
+                          std::to_string(mixed[1].revents));
+    tell('w', 3);
+    out("set 1", epoll_once(ep, 0));
+    out("set 2", epoll_once(ep2, 0));
+    fd_set rs;
+    FD_ZERO(&rs);
+    FD_SET(s, &rs);
+    FD_SET(pp[0], &rs);
+    timeval tv{0, 0};
+    rc = select(std::max(s, pp[0]) + 1, &rs, nullptr, nullptr, &tv);
+    out("select", "rc=" + std::to_string(rc) + " sock=" + std::to_string(FD_ISSET(s, &rs)));
+    out("drain", drain(s));
+    timespec ts{0, 30 * 1000000};
+    pollfd pp1{s, POLLIN, 0};
+    out("ppoll 30ms empty", "rc=" + std::to_string(ppoll(&pp1, 1, &ts, nullptr)));
+
+    // Signals interrupt waits with EINTR.
+    struct sigaction sa{};
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, nullptr);
+    itimerval it{{0, 0}, {0, 50000}};
+    setitimer(ITIMER_REAL, &it, nullptr);
+    pollfd pe{s, POLLIN, 0};
+    rc = poll(&pe, 1, 5000);
+    out("poll EINTR", "rc=" + std::to_string(rc) + " errno=" + (rc < 0 ? strerrorname_np(errno) : "-"));
+    setitimer(ITIMER_REAL, &it, nullptr);
+    epoll_event evs[2];
+    rc = epoll_wait(ep, evs, 2, 5000);
+    out("epoll EINTR", "rc=" + std::to_string(rc) + " errno=" + (rc < 0 ? strerrorname_np(errno) : "-"));
+
+    // Half close: EOF after the data, EPOLLRDHUP, and our direction still works.
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    tell('w', 4);
+    tell('s');
+    out("epoll RDHUP", epoll_once(ep, 0));
+    out("poll RDHUP", poll_once(s, POLLIN | POLLRDHUP, 0));
+    out("read data then EOF", drain(s));
+    out("recv after EOF", std::to_string(recv(s, peek, 4, 0)));
+    out("send after peer SHUT_WR", std::to_string(send(s, "z", 1, MSG_NOSIGNAL)));
+
+    // Closing an fd removes it from its epoll sets.
+    int d = dup(s);
+    close(s);
+    epoll_ctl(ep2, EPOLL_CTL_DEL, d, nullptr);
+    out("closed fd epoll", epoll_once(ep2, 0));
+    tell('c');
+    close(d);
+    if (write(g_cmd, "q", 1) != 1) return 3;
+    waitpid(pid, nullptr, 0);
+    out("done", "ok");
+    return 0;
+}

@@ -215,6 +215,7 @@ std::unique_ptr<RdmaDevice> RdmaDevice::open(const std::string& name, int gid_in
     dev->port_ = 1;
     dev->lid_ = pa.lid;
     dev->active_mtu_ = pa.active_mtu;
+    dev->max_msg_sz_ = pa.max_msg_sz ? pa.max_msg_sz : (1u << 31);
     dev->roce_ = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
     if (ibv_query_device(ctx, &dev->attr_) != 0) {
         err = "ibv_query_device(" + dev->name_ + ") failed: " + errno_text(errno);
@@ -231,6 +232,11 @@ std::unique_ptr<RdmaDevice> RdmaDevice::open(const std::string& name, int gid_in
         return nullptr;
     }
     return dev;
+}
+
+bool RdmaDevice::kernel_copies_on_fork() {
+    static const bool yes = ibv_is_fork_initialized() == IBV_FORK_UNNEEDED;
+    return yes;
 }
 
 RdmaDevice* RdmaDevice::process(const std::string& name, int gid_index, const std::string& fault, std::string& err) {

@@ -43,17 +43,25 @@ public:
     bool usable(std::string& err) const;
 
     ibv_context* context() const { return ctx_; }
-    ibv_pd* pd() const { return pd_; }
+    ibv_pd* pd() const { return pd_; }  // process-wide; RdmaTransport uses a PD per connection
     uint8_t port() const { return port_; }
     int gid_index() const { return gid_index_; }
     const ibv_gid& gid() const { return gid_; }
     uint16_t lid() const { return lid_; }
     uint32_t active_mtu() const { return active_mtu_; }  // enum ibv_mtu
     bool is_roce() const { return roce_; }               // Ethernet link layer: address by GID
+    uint32_t max_msg_sz() const { return max_msg_sz_; }  // largest RDMA WRITE (rxe: 8 MiB)
     const ibv_device_attr& attr() const { return attr_; }
     const std::string& name() const { return name_; }
     pid_t owner_pid() const { return pid_; }
     std::string describe() const;  // "rxe0 port 1 gid[1]=::ffff:10.99.0.1 RoCE v2 mtu 1024"
+
+    // True when the kernel copies pinned (registered) pages into a forked child
+    // eagerly ("copy-on-fork", Linux 5.13+; ibv_is_fork_initialized() ==
+    // IBV_FORK_UNNEEDED): the parent keeps its registered pages and the child gets a
+    // frozen copy. Otherwise registered memory is marked MADV_DONTFORK (absent in
+    // the child), or the parent's pages would turn copy-on-write under the NIC.
+    static bool kernel_copies_on_fork();
 
 private:
     RdmaDevice() = default;
@@ -66,6 +74,7 @@ private:
     std::string gid_type_;
     uint16_t lid_ = 0;
     uint32_t active_mtu_ = 0;
+    uint32_t max_msg_sz_ = 0;
     bool roce_ = true;
     ibv_device_attr attr_{};
     std::string name_;

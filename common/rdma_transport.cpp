@@ -1,13 +1,13 @@
 #include "rdma_transport.hpp"
 
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <random>
 #include <thread>
 
 namespace rdmasock {
@@ -23,17 +23,19 @@ constexpr size_t scratch_read_dst(uint64_t kind) { return 64 * kind; }
 
 std::string errno_text(int e) { return std::string(strerror(e)) + " (errno " + std::to_string(e) + ")"; }
 
-uint8_t* map_pages(uint64_t bytes, std::string& err, const char* what) {
+uint8_t* map_pages(uint64_t bytes, bool dontfork, std::string& err, const char* what) {
     size_t len = (bytes + kPage - 1) & ~(kPage - 1);
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         err = std::string("mmap of the ") + what + " (" + std::to_string(len) + " bytes) failed: " + errno_text(errno);
         return nullptr;
     }
-    // Registered memory must not become copy-on-write in a fork: the NIC would keep
-    // writing the old pages. The child never uses verbs (RdmaDevice::usable), so it
-    // does not need these pages at all.
-    madvise(p, len, MADV_DONTFORK);
+    // Registered memory must not become copy-on-write in a fork: the parent would
+    // write to a fresh copy while the NIC keeps using the old page. Kernels with
+    // copy-on-fork for pinned pages give the child a copy at fork time instead (a
+    // frozen snapshot it may even read); older ones need MADV_DONTFORK (the pages
+    // are then absent in the child, which never uses verbs: RdmaDevice::usable).
+    if (dontfork) madvise(p, len, MADV_DONTFORK);
     return static_cast<uint8_t*>(p);
 }
 
@@ -77,18 +79,27 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     }
     std::unique_ptr<RdmaTransport> t(new RdmaTransport(dev));
     t->fault_ = fault;
+    t->dontfork_ = !RdmaDevice::kernel_copies_on_fork() || fault == "rdma-dontfork";
     t->pid_ = getpid();
     t->ring_bytes_ = ring_bytes;
     t->sink_.t = t.get();
     t->publisher_.t = t.get();
 
-    if (!(t->ring_ = map_pages(ring_bytes, err, "receive ring"))) return nullptr;
-    if (!(t->ctrl_ = map_pages(kPage, err, "ctrl block"))) return nullptr;
-    if (!(t->scratch_ = map_pages(kPage, err, "scratch block"))) return nullptr;
+    if (!(t->ring_ = map_pages(ring_bytes, t->dontfork_, err, "receive ring"))) return nullptr;
+    if (!(t->ctrl_ = map_pages(kPage, t->dontfork_, err, "ctrl block"))) return nullptr;
+    if (!(t->scratch_ = map_pages(kPage, t->dontfork_, err, "scratch block"))) return nullptr;
     new (t->ctrl(RdmaCtrl::consumed)) std::atomic<uint64_t>(0);  // RingWriter's view of the peer's consumed
     at<uint32_t>(t->scratch_ + kScratchOne).store(1, std::memory_order_relaxed);
 
-    ibv_pd* pd = dev.pd();
+    // A protection domain per connection: an rkey works only on QPs of its own PD,
+    // so a peer can reach this connection's ring and ctrl block and nothing of the
+    // process's other connections (rkeys are small and guessable: rxe hands out
+    // 0x526, 0x6d0, ...).
+    ibv_pd* pd = t->pd_ = ibv_alloc_pd(dev.context());
+    if (!pd) {
+        err = "ibv_alloc_pd failed: " + errno_text(errno);
+        return nullptr;
+    }
     if (!(t->ring_mr_ = reg(pd, t->ring_, ring_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                             "receive ring", err)))
         return nullptr;
@@ -145,8 +156,13 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     // N well under the depth: at most depth/4 unsignaled requests trail the last
     // signaled one, so a full queue always has a completion coming.
     t->signal_every_ = std::min(kSignalEvery, t->sq_depth_ / 4);
-    std::random_device rd;
-    t->psn_ = rd() & 0xffffff;
+    t->max_msg_ = std::max<uint32_t>(dev.max_msg_sz() & ~(static_cast<uint32_t>(ring::kAlign) - 1), 4096);
+    // A random first PSN (std::random_device may throw; getrandom does not).
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
+        r = static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+            static_cast<uint32_t>(getpid()) * 2654435761u;
+    t->psn_ = r & 0xffffff;
     return t;
 }
 
@@ -176,8 +192,8 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
         return false;
     }
     mirror_bytes_ = remote.ring_bytes;
-    if (!(mirror_ = map_pages(mirror_bytes_, err, "send mirror"))) return false;
-    if (!(mirror_mr_ = reg(dev_.pd(), mirror_, mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err))) return false;
+    if (!(mirror_ = map_pages(mirror_bytes_, dontfork_, err, "send mirror"))) return false;
+    if (!(mirror_mr_ = reg(pd_, mirror_, mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err))) return false;
 
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
@@ -244,14 +260,23 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
 }
 
 RdmaTransport::~RdmaTransport() {
-    // In a forked child every verbs object and registered page belongs to the
-    // parent (and the pages are not even mapped here: MADV_DONTFORK).
-    if (pid_ != getpid()) return;
+    // In a forked child every verbs object belongs to the parent: leave them alone.
+    // The pages are a private copy on copy-on-fork kernels (free it); with
+    // MADV_DONTFORK they are absent and the range may since hold something else.
+    if (pid_ != getpid()) {
+        if (dontfork_) return;
+        unmap_pages(ring_, ring_bytes_);
+        unmap_pages(mirror_, mirror_bytes_);
+        unmap_pages(ctrl_, kPage);
+        unmap_pages(scratch_, kPage);
+        return;
+    }
     if (connected_) flush(1000);
     if (qp_) ibv_destroy_qp(qp_);
     if (cq_) ibv_destroy_cq(cq_);
     for (ibv_mr* mr : {ring_mr_, mirror_mr_, ctrl_mr_, scratch_mr_})
         if (mr) ibv_dereg_mr(mr);
+    if (pd_) ibv_dealloc_pd(pd_);
     unmap_pages(ring_, ring_bytes_);
     unmap_pages(mirror_, mirror_bytes_);
     unmap_pages(ctrl_, kPage);
@@ -313,11 +338,11 @@ bool RdmaTransport::reap_locked() {
 
 bool RdmaTransport::wait_room_locked() {
     ++stats_.sq_full_waits;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2 * kReadTimeoutMs);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(2 * read_timeout_ms_);
     for (unsigned spins = 0; outstanding_ + 1 >= sq_depth_; ++spins) {
         if (!reap_locked()) return false;
         if ((spins & 1023) == 1023 && std::chrono::steady_clock::now() > deadline) {
-            fail_locked("send queue full for " + std::to_string(2 * kReadTimeoutMs) + " ms (peer not acknowledging)");
+            fail_locked("send queue full for " + std::to_string(2 * read_timeout_ms_) + " ms (peer not acknowledging)");
             return false;
         }
         cpu_relax();
@@ -365,7 +390,7 @@ bool RdmaTransport::post_locked(uint64_t local, uint32_t lkey, uint32_t len, uin
 }
 
 bool RdmaTransport::wait_read(Kind kind, uint64_t seq) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadTimeoutMs);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(read_timeout_ms_);
     for (unsigned spins = 0;; ++spins) {
         {
             std::lock_guard<std::mutex> lk(sq_mu_);
@@ -374,7 +399,7 @@ bool RdmaTransport::wait_read(Kind kind, uint64_t seq) {
             if (read_done_[kind] >= seq) return true;
             if ((spins & 255) == 255 && std::chrono::steady_clock::now() > deadline) {
                 fail_locked("RDMA READ of the peer's progress counter unanswered after " +
-                            std::to_string(kReadTimeoutMs) + " ms");
+                            std::to_string(read_timeout_ms_) + " ms");
                 return false;
             }
         }
@@ -425,9 +450,17 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
     // take_peer_reader_waiting).
     at<uint64_t>(ctrl(RdmaCtrl::written)).store(end, std::memory_order_release);
     std::lock_guard<std::mutex> lk(sq_mu_);
-    if (!post_locked(reinterpret_cast<uint64_t>(mirror_ + offset), mirror_mr_->lkey, static_cast<uint32_t>(bytes),
-                     remote_.ring_addr + offset, remote_.ring_rkey, false, kWrite, nullptr))
-        return false;
+    // One WRITE per record, unless the record is larger than the port's largest
+    // message (rxe: 8 MiB; records reach 16 MiB in rings of 64 MiB and more): then
+    // consecutive WRITEs on the QP, which the peer executes in order, so the
+    // footer in the last one still lands last.
+    for (uint64_t done = 0; done < bytes;) {
+        const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(bytes - done, max_msg_));
+        if (!post_locked(reinterpret_cast<uint64_t>(mirror_ + offset + done), mirror_mr_->lkey, len,
+                         remote_.ring_addr + offset + done, remote_.ring_rkey, false, kWrite, nullptr))
+            return false;
+        done += len;
+    }
     ++stats_.records;
     stats_.record_bytes += bytes;
     if (bytes <= max_inline_) ++stats_.inline_records;

@@ -1,7 +1,9 @@
 // The RDMA transport: the ring protocol over one reliable-connected (RC) queue pair.
 // Design, measurements and limits: docs/rdma-transport.md.
 //
-// Memory (all registered once, in create()/connect(); never on the data path):
+// Memory (all registered once, in create()/connect(); never on the data path), in
+// a protection domain of the connection's own, so the peer's QP reaches these
+// regions and no other connection's:
 //   receive ring  ring_bytes, page aligned, LOCAL_WRITE|REMOTE_WRITE: the peer's
 //                 writer RDMA-WRITEs records here; our RingReader polls footers.
 //   send mirror   the peer's ring size, registered in connect() (that is when the
@@ -9,7 +11,7 @@
 //                 the record's ring offset, then one RDMA WRITE copies it to the same
 //                 offset of the peer's ring (IBV_SEND_INLINE when it fits the QP's
 //                 max_inline_data as read back with ibv_query_qp).
-//   ctrl block    one page, the first kCtrlBytes registered LOCAL_WRITE|REMOTE_WRITE|
+//   ctrl block    one page, the first RdmaCtrl::bytes (320) registered LOCAL_WRITE|REMOTE_WRITE|
 //                 REMOTE_READ; every field on its own cache line (RdmaCtrl offsets).
 //   scratch       one page, local only: constant 0 / 1 words (sources of flag writes)
 //                 and the destinations of our RDMA READs.
@@ -82,7 +84,8 @@ public:
     // Registers the receive ring (ring_bytes, ring::valid_capacity), the ctrl and
     // scratch blocks, creates the CQ and the RC QP (RESET). fault: "rdma-qp-create"
     // fails the QP creation, "rdma-qp-rtr" is remembered for connect(). Returns
-    // nullptr with a reason in err on failure.
+    // nullptr with a reason in err on failure. "rdma-dontfork" (a test hook, not a
+    // failure) forces MADV_DONTFORK even on a copy-on-fork kernel.
     static std::unique_ptr<RdmaTransport> create(RdmaDevice& dev, uint64_t ring_bytes, const std::string& fault,
                                                  std::string& err);
     ~RdmaTransport() override;
@@ -130,7 +133,8 @@ public:
     uint32_t path_mtu() const { return path_mtu_; }  // enum ibv_mtu, after connect
     Stats stats() const;
 
-    static constexpr int kReadTimeoutMs = 1000;     // arm_* READ answer
+    static constexpr int kReadTimeoutMs = 1000;     // arm_* READ answer (default)
+    void set_read_timeout_ms(int ms) { read_timeout_ms_ = ms > 0 ? ms : kReadTimeoutMs; }
     static constexpr uint32_t kSqDepthWanted = 256;
     static constexpr uint32_t kSignalEvery = 64;
     static constexpr uint32_t kInlineWanted = 256;
@@ -165,6 +169,7 @@ private:
     RdmaDevice& dev_;
     std::string fault_;
     pid_t pid_ = 0;
+    bool dontfork_ = false;  // registered pages are MADV_DONTFORK (see RdmaDevice::kernel_copies_on_fork)
 
     uint8_t* ring_ = nullptr;
     uint64_t ring_bytes_ = 0;
@@ -172,6 +177,7 @@ private:
     uint64_t mirror_bytes_ = 0;
     uint8_t* ctrl_ = nullptr;
     uint8_t* scratch_ = nullptr;
+    ibv_pd* pd_ = nullptr;  // this connection's own protection domain
     ibv_mr* ring_mr_ = nullptr;
     ibv_mr* mirror_mr_ = nullptr;
     ibv_mr* ctrl_mr_ = nullptr;
@@ -183,6 +189,8 @@ private:
     uint32_t sq_depth_ = 0;
     uint32_t signal_every_ = 0;
     uint32_t path_mtu_ = 0;
+    uint32_t max_msg_ = 0;  // largest single RDMA WRITE (port max_msg_sz)
+    int read_timeout_ms_ = kReadTimeoutMs;
     RdmaParams remote_{};
     bool connected_ = false;
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tests/robustness/registry_race.sh -- concurrent shimmed clients of a PLAIN (unshimmed) server.
+#
+# A same-host client offers the handshake only if the port is in the registry (an abstract Unix
+# socket a shimmed listen() binds). Here nobody publishes the port, so no client may ever send a
+# HELLO: the plain server must never see the magic, and every client must get its echo (THREADS x
+# CONNS connections, default 8 x 1500). Fails today: known bug 4 (the registry probe of one client,
+# a bind() of the same abstract name, makes a concurrent client believe the port is published).
+# ALLOW_KNOWN=1: report known bug 4 instead of failing.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+THREADS=${THREADS:-8}
+CONNS=${CONNS:-1500}
+
+bg SRV env -u LD_PRELOAD python3 "$HERE/registry_race.py" server "$T/port" >"$T/server.out" 2>&1
+wait_file "$T/port" 10 || die "server did not start"
+timeout -k 5 120 env LD_PRELOAD="$SHIM" python3 "$HERE/registry_race.py" client "$(cat "$T/port")" "$THREADS" "$CONNS" \
+    >"$T/client.out" 2>"$T/client.err"
+rc=$?
+sleep 0.3
+hellos=$(grep -c 'HELLO seen' "$T/server.out")
+log "clients: $(head -n 1 "$T/client.out") (exit $rc); HELLOs seen by the plain server: $hellos"
+msg=""
+[[ $rc -eq 0 ]] || msg+="clients failed: $(sed -n 2,4p "$T/client.out" | tr '\n' ' ') "
+[[ $hellos -eq 0 ]] || msg+="$hellos HELLO(s) reached a server that does not run the shim "
+if [[ -n "$msg" ]]; then
+    if [[ "${ALLOW_KNOWN:-0}" != 0 ]]; then log "known: $msg(known bug 4)"; else fail "$msg(known bug 4)"; fi
+fi
+finish

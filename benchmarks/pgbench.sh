@@ -25,6 +25,8 @@
 #   PGBENCH_ARGS=              extra pgbench arguments for every measured run (e.g. "-M prepared")
 #   PGBENCH_OUT=benchmarks/results   output directory
 #   RDMASOCK_*                 passed to the shimmed client and to the shimmed postmaster
+#   PG_CLIENT_AS_OWNER=1       as root, pgbench runs as the cluster owner (postgres) like the server:
+#                              the shim upgrades only same-user connections (scripts/pg-lib.sh)
 # Exit status: 0 if every row that ran succeeded, 1 otherwise.
 set -euo pipefail
 
@@ -73,6 +75,9 @@ t_start=$(date +%s)
 pg_throwaway_start
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/pgbench-sh.XXXXXX")"
 pg_on_exit "rm -rf $(printf '%q' "$WORK")"
+chmod 0755 "$WORK"
+# the clients run as the cluster owner when we are root: give them a copy they can read if needed
+want_path shim && SHIM="$(pg_owner_readable_lib "$SHIM" "$PG_DIR")"
 pg_init_pgbench "$PG_DIR" "$SCALE"
 
 declare -A TPS LAT FAILED STATUS
@@ -96,7 +101,7 @@ run_pgbench() {
     local rc=0
     # a hung run is killed instead of hanging the whole benchmark
     pg_run timeout --foreground --kill-after=10 "$(( SECONDS_PER_RUN * 3 + 60 ))" \
-        "${envp[@]}" "$PG_BIN/pgbench" "${conn[@]}" -p "$PG_PORT" -U "$PG_SUPERUSER" "$@" postgres \
+        "${PG_CLIENT_AS[@]+"${PG_CLIENT_AS[@]}"}" "${envp[@]}" "$PG_BIN/pgbench" "${conn[@]}" -p "$PG_PORT" -U "$PG_SUPERUSER" "$@" postgres \
         >"$outf" 2>&1 || rc=$?
     [[ $rc -eq 124 || $rc -eq 137 ]] && echo "pgbench: killed after timeout" >>"$outf"
     return $rc
@@ -119,6 +124,7 @@ measure_once() {
     if [[ $rc -ne 0 || -z "$tps" || -z "$lat" || "${failed:-0}" != 0 ]]; then
         pg_warn "$path $script c=$clients run $i failed (exit $rc, failed transactions ${failed:-?}); pgbench output:"
         sed 's/^/    /' "$outf" | tail -n 20 >&2
+        pg_warn "last lines of the server log:"; tail -n 15 "$PG_LOG" | sed 's/^/    /' >&2
         mark_fail "$key" "${failed:-}"
         return 0
     fi
@@ -235,7 +241,6 @@ if command -v gnuplot >/dev/null 2>&1; then
     DAT="$WORK/plot.dat"
     read -r -a P <<<"$PATHS"
     {
-        printf 'config'; for p in "${P[@]}"; do printf ' %s' "$p"; done; printf '\n'
         for s in $SCRIPTS; do for c in $CLIENTS; do
             printf '"%s c=%s"' "$(label "$s")" "$c"
             for p in "${P[@]}"; do v="${TPS[$p,$s,$c]}"; printf ' %s' "${v:--}"; done
@@ -243,7 +248,6 @@ if command -v gnuplot >/dev/null 2>&1; then
         done; done
     } >"$DAT"
     {
-        printf 'config'; for p in "${P[@]}"; do printf ' %s' "$p"; done; printf '\n'
         for s in $SCRIPTS; do for c in $CLIENTS; do
             printf '"%s c=%s"' "$(label "$s")" "$c"
             for p in "${P[@]}"; do v="$(ratio "${TPS[$p,$s,$c]}" "${TPS[tcp,$s,$c]:-}")"; printf ' %s' "${v:--}"; done
@@ -266,11 +270,13 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set key top right
 set grid ytics
+set offsets 0, 0, graph 0.12, 0
 set multiplot layout 1,2 title "pgbench: TCP loopback vs Unix socket vs librdmasock (scale $SCALE, ${SECONDS_PER_RUN}s/run, $(hostname), $(date +%F))"
 set title 'throughput'
 set ylabel 'transactions / s'
 set yrange [0:*]
-set xtics rotate by -20
+set xtics nomirror
+set xrange [-0.6:$(( $(wc -l <"$DAT") - 1 )).6]
 plot $(plot_cmd "$DAT")
 set title 'ratio to TCP (same script and clients)'
 set ylabel 'tps / tps(tcp)'

@@ -21,6 +21,8 @@
 #   SHIM=build/librdmasock.so   if the file does not exist the shim row is skipped
 #   REPLAY_TRANSACTIONS=5000  REPLAY_SCALE=1  REPLAY_SEED=42  REPLAY_RUNS=3 (median)
 #   REPLAY_PATHS="tcp unix shim"   REPLAY_OUT=benchmarks/results   RDMASOCK_* (passed to both sides)
+#   PG_CLIENT_AS_OWNER=1   as root, psql runs as the cluster owner like the server (the shim upgrades
+#                          only same-user connections; see scripts/pg-lib.sh)
 # Writes benchmarks/results/psql-replay.csv.  Exit status 0 if every replay succeeded.
 set -euo pipefail
 
@@ -58,6 +60,8 @@ t_start=$(date +%s)
 pg_throwaway_start
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/psql-replay.XXXXXX")"
 pg_on_exit "rm -rf $(printf '%q' "$WORK")"
+chmod 0755 "$WORK"   # psql may run as the cluster owner (PG_CLIENT_AS_OWNER) and must read the SQL
+want_path shim && SHIM="$(pg_owner_readable_lib "$SHIM" "$PG_DIR")"
 pg_init_pgbench "$PG_DIR" "$SCALE"
 SQL="$WORK/replay.sql"
 
@@ -117,12 +121,13 @@ replay() { # PATH FILE -> REPLAY_ELAPSED (seconds); no subshell, so Ctrl-C stops
         shim) host=127.0.0.1; envp=(env "LD_PRELOAD=$SHIM") ;;
     esac
     t0=$(date +%s%N)
-    pg_run timeout --foreground --kill-after=10 600 "${envp[@]}" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 \
+    pg_run timeout --foreground --kill-after=10 600 "${PG_CLIENT_AS[@]+"${PG_CLIENT_AS[@]}"}" "${envp[@]}" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 \
         -o /dev/null -h "$host" -p "$PG_PORT" -U "$PG_SUPERUSER" -d postgres -f "$file" \
         >"$WORK/psql.out" 2>&1 || rc=$?
     t1=$(date +%s%N)
     if [[ $rc -ne 0 ]]; then
         pg_warn "psql -f over $path failed (exit $rc):"; tail -n 20 "$WORK/psql.out" | sed 's/^/    /' >&2
+        pg_warn "last lines of the server log:"; tail -n 15 "$PG_LOG" | sed 's/^/    /' >&2
         return 1
     fi
     REPLAY_ELAPSED="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')"

@@ -30,6 +30,10 @@
 #   PG_TMPDIR         where throwaway clusters go (default ${TMPDIR:-/tmp})
 #   PG_KEEP=1         throwaway clusters are stopped but their directory is kept (debugging)
 #   PG_START_TIMEOUT  seconds pg_ctl waits for the server (default 60)
+#   PG_CLIENT_AS_OWNER=1  (default) when run as root, clients (pgbench, psql) also run as $PG_OS_USER:
+#                     librdmasock upgrades a connection only between processes of the same user
+#                     (otherwise it stays on TCP, stats reason "peer runs as another user").
+#                     Scripts put "${PG_CLIENT_AS[@]}" in front of client commands; 0 = run as root.
 
 if [[ -n "${_PG_LIB_LOADED:-}" ]]; then return 0; fi
 _PG_LIB_LOADED=1
@@ -71,6 +75,10 @@ _pg_find_bin
 export PG_BIN
 
 _pg_is_root() { [[ "$(id -u)" -eq 0 ]]; }
+
+# prefix for client commands (see PG_CLIENT_AS_OWNER)
+PG_CLIENT_AS=()
+if _pg_is_root && [[ "${PG_CLIENT_AS_OWNER:-1}" != 0 ]]; then PG_CLIENT_AS=(runuser -u "$PG_OS_USER" --); fi
 
 # run a command as the cluster owner (postgres when we are root, ourselves otherwise)
 pg_as_owner() {
@@ -134,6 +142,10 @@ pg_cluster_port() { # port recorded at the last start
     [[ -f "$f" ]] || pg_die "$1: no pg-cluster state (not started by pg-cluster?)"
     sed -n 's/^port=//p' "$f"
 }
+
+# pg_owner_readable_lib LIB DIR: absolute path of LIB that the cluster owner can read (a copy in
+# DIR/pg-cluster/ when it cannot read LIB itself, e.g. under /root)
+pg_owner_readable_lib() { _pg_resolve_preload "$@"; }
 
 # resolve a preload library to an absolute path the cluster owner can read
 _pg_resolve_preload() {
@@ -437,15 +449,16 @@ pg_throwaway_start() {
 
 # ---------------------------------------------------------------------------------------------
 # clients
-# pg_client [--shim LIB] PROGRAM ARGS...   (PROGRAM from $PG_BIN; LD_PRELOAD only with --shim)
+# pg_client [--shim LIB] PROGRAM ARGS...   (PROGRAM from $PG_BIN; LD_PRELOAD only with --shim;
+# as the cluster owner when root, see PG_CLIENT_AS_OWNER)
 pg_client() {
     local shim=""
     if [[ "${1:-}" == --shim ]]; then shim="$2"; shift 2; fi
     local prog="$1"; shift
     if [[ -n "$shim" ]]; then
-        pg_run env LD_PRELOAD="$(readlink -f "$shim")" "$PG_BIN/$prog" "$@"
+        pg_run "${PG_CLIENT_AS[@]+"${PG_CLIENT_AS[@]}"}" env LD_PRELOAD="$(readlink -f "$shim")" "$PG_BIN/$prog" "$@"
     else
-        pg_run env -u LD_PRELOAD "$PG_BIN/$prog" "$@"
+        pg_run "${PG_CLIENT_AS[@]+"${PG_CLIENT_AS[@]}"}" env -u LD_PRELOAD "$PG_BIN/$prog" "$@"
     fi
 }
 
@@ -473,7 +486,7 @@ pg_init_pgbench() {
 
 # pg_prewarm_pgbench DIR: load the pgbench tables and indexes into shared_buffers (Unix socket)
 pg_prewarm_pgbench() {
-    pg_psql_unix "$1" "CREATE EXTENSION IF NOT EXISTS pg_prewarm;
+    pg_psql_unix "$1" "SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS pg_prewarm;
                        SELECT sum(pg_prewarm(c.oid::regclass)) FROM pg_class c
                        WHERE c.relname LIKE 'pgbench%' AND c.relkind IN ('r','i')" >/dev/null
 }

@@ -16,6 +16,8 @@
 #   - with --expect-transport T: the server log (postmaster/backend stderr) holds at least 4 lines
 #     containing "transport=T" (one per pgbench client connection, printed by the shim at close).
 # Exit status 0 = PASS; 1 = a check failed (the message says which); 2 = usage error.
+# As root, the clients run as the cluster owner (postgres) like the server, because the shim upgrades
+# only same-user connections (PG_CLIENT_AS_OWNER=0 runs them as root: expect transport=tcp then).
 # PG_KEEP=1 keeps the cluster directory for inspection.
 set -euo pipefail
 
@@ -63,11 +65,12 @@ export RDMASOCK_STATS=1
 if [[ -n "$SHIM" ]]; then
     pg_msg "shim on both sides: LD_PRELOAD=$SHIM"
     pg_throwaway_start --preload "$SHIM"
-    CLIENT_ENV=(env "LD_PRELOAD=$SHIM")
+    SHIM="$(pg_owner_readable_lib "$SHIM" "$PG_DIR")"
+    CLIENT_ENV=("${PG_CLIENT_AS[@]+"${PG_CLIENT_AS[@]}"}" env "LD_PRELOAD=$SHIM")
 else
     pg_msg "no shim: plain TCP"
     pg_throwaway_start
-    CLIENT_ENV=(env -u LD_PRELOAD)
+    CLIENT_ENV=("${PG_CLIENT_AS[@]+"${PG_CLIENT_AS[@]}"}" env -u LD_PRELOAD)
 fi
 WORK="$PG_DIR/pg-cluster/test"   # inside the cluster dir: removed with it, kept with PG_KEEP=1
 mkdir -p "$WORK"
@@ -158,7 +161,8 @@ pg_msg "transport= lines: server log: $(count_transports "$PG_LOG"); pgbench cli
 if [[ -n "$EXPECT" ]]; then
     n="$(grep -c "transport=$EXPECT\b" "$PG_LOG" || true)"
     if [[ "$n" -lt "$CLIENTS" ]]; then
-        fail "expected at least $CLIENTS lines with transport=$EXPECT in the server log, found $n (RDMASOCK_STATS=1 was set)"
+        reasons="$(grep -o 'reason=.*' "$PG_LOG" | sort | uniq -c | sort -rn | head -n 3 | sed 's/^ *//' | paste -sd';' - || true)"
+        fail "expected at least $CLIENTS lines with transport=$EXPECT in the server log, found $n (RDMASOCK_STATS=1 was set)${reasons:+; shim reasons: $reasons}"
     else
         pg_msg "found $n server-side connections with transport=$EXPECT"
     fi

@@ -5,13 +5,13 @@
 # Checks: every connection behaves (the client verifies each echo / EOF); every connection that did
 # I/O ran on shm on both ends (RDMASOCK_STATS=1 prints one line per connection); after the run both
 # processes are back to their baseline, taken after a warm-up of 500 connections: open fds equal,
-# no rdmasock mapping left in /proc/PID/maps, VmRSS within RSS_SLACK_KB (default 8192) of it; and
+# no rdmasock mapping left in /proc/PID/maps, VmRSS within RSS_SLACK_KB (default 1024, i.e. ~100 bytes per connection) of it; and
 # /dev/shm holds no rdmasock segment of either process; no variant's median connection time is over
 # 20 ms (ALLOW_KNOWN=1: reported as known bug 9 instead of failing). NODELAY=1: both ends set TCP_NODELAY.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 N=${N:-10000}
-RSS_SLACK_KB=${RSS_SLACK_KB:-8192}
+RSS_SLACK_KB=${RSS_SLACK_KB:-1024}
 
 maps_count() { grep -c '/rdmasock-' "/proc/$1/maps" 2>/dev/null; }
 sample() {  # LABEL PID

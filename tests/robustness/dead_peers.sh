@@ -64,7 +64,7 @@ wait_stalled() {  # FILE SECS: "sent N" lines stop growing for 1 s
 check_result() {  # LABEL FILE REGEX T_KILL
     local label=$1 f=$2 want=$3 t0=$4 dt res
     if ! wait_line "$f" '^result' "$DEADLINE"; then
-        fail "$label: survivor still blocked ${DEADLINE}s after the kill: $(tail -n 2 "$f" | tr '\n' '|')"
+        check "$label: survivor still blocked ${DEADLINE}s after the kill: $(tail -n 2 "$f" | tr '\n' '|')"
         return 1
     fi
     dt=$(( $(date +%s%N) / 1000000 - t0 ))
@@ -107,9 +107,13 @@ scenario() {  # LABEL MODE SRV_MODE SRV_BYTES CLI_MODE CLI_BYTES VICTIM WANT_RE
     kill -KILL "$vpid"
     wait "$vpid" 2>/dev/null
     [[ -n "${START:-}" ]] && touch "$d/start"
-    check_result "$label" "$survivor_out" "$want" "$t0"
-    if [[ $victim == server ]]; then wait "$cpid" 2>/dev/null; else wait "$spid" 2>/dev/null; fi
-    [[ "${NEGOTIATE_FIRST}" == 1 ]] && check_stats "$label" "$survivor_out" "$mode"
+    local ok=1
+    check_result "$label" "$survivor_out" "$want" "$t0" || ok=0
+    local survivor=$([[ $victim == server ]] && echo "$cpid" || echo "$spid") i
+    for (( i = 0; i < 50; i++ )); do kill -0 "$survivor" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$survivor" 2>/dev/null  # still there after 5 s: it never got its answer
+    wait "$survivor" 2>/dev/null
+    [[ "${NEGOTIATE_FIRST}" == 1 && $ok == 1 ]] && check_stats "$label" "$survivor_out" "$mode"
     check_no_segments "$label" "$spid" "$cpid"
 }
 
@@ -119,7 +123,8 @@ for mode in shm tcp; do
     scenario blocked-read-client "$mode" hold 0 read-block 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
     scenario blocked-read-server "$mode" read-block 0 hold 0 client '^result (EOF|ERR ECONNRESET) after 0 bytes$'
     scenario blocked-select "$mode" hold 0 select-block 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
-    scenario nonblocking-recv "$mode" hold 0 nonblock-poll-loop 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
+    KNOWN_BUG=$([[ $mode == shm ]] && echo 11) \
+        scenario nonblocking-recv "$mode" hold 0 nonblock-poll-loop 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
     scenario data-then-death "$mode" write-then-hold 300000 read-all 0 server '^result (EOF|ERR ECONNRESET) after 300000 bytes$'
     START_FILE="$T/data-then-death-late.$mode/start" START=1 \
         scenario data-then-death-late "$mode" write-then-hold 300000 read-all 0 server \
@@ -133,6 +138,7 @@ done
 
 # --- negotiation: a raw client dies between ACCEPT and READY; the shimmed server is in recv().
 log "== negotiation"
+export NEGOTIATE_FIRST=0  # here the negotiation itself happens inside the blocked recv()
 d="$T/neg-client"; mkdir -p "$d"
 bg spid run_env shm python3 "$PEER" server "$d/port" read-block >"$d/server.out" 2>&1
 wait_file "$d/port" 10 || die "neg-client: server did not start"

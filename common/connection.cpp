@@ -1,5 +1,7 @@
 #include "connection.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -173,7 +175,16 @@ void Connection::become_failed(const char* why) {
     RS_LOG(warn, "fd %d: handshake violated (%s); connection reset", fd_, why);
 }
 
+// Doorbells and handshake messages are single small segments: Nagle would hold
+// them back for a delayed ACK (~40 ms). After the upgrade the TCP stream carries
+// nothing else, so this changes no application-visible behaviour of the data.
+static void no_delay(int fd) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
 void Connection::upgrade(std::unique_ptr<Transport> t) {
+    no_delay(fd_);
     transport_ = std::move(t);
     owner_pid_ = current_pid();
     phase_.store(Phase::upgraded, std::memory_order_release);
@@ -638,9 +649,10 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             }
             [[fallthrough]];
         case Phase::strip_hello:
-            // A server may write before the client spoke; reads wait for the first bytes.
-            *kernel_events = static_cast<short>(POLLIN | out);
-            return 0;
+            // A server may write before the client spoke (its bytes go out on TCP):
+            // a fresh connection is writable; reads wait for the first bytes.
+            *kernel_events = POLLIN;
+            return out;
         default: *kernel_events = POLLIN; return 0;  // waiting for a handshake reply
     }
     *kernel_events = POLLIN;  // doorbells and EOF

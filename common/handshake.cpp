@@ -30,7 +30,7 @@ struct Reader {
             return 0;
         }
         uint64_t v = 0;
-        for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+        for (size_t i = 0; i < n && i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);  // n > 8: skip
         p += n;
         left -= n;
         return v;

@@ -221,10 +221,12 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
         std::vector<std::pair<Connection*, bool>> owned;
         std::vector<std::shared_ptr<Socket>> hold;
         bool may_sleep = true;
+        std::vector<Phase> phases;
         for (auto& [fd, in] : set->fds) {
             if (!ring_driven(in)) continue;
             Connection* c = in.sock->conn.get();
             hold.push_back(in.sock);
+            phases.push_back(c->phase());
             armed.emplace_back(c, c->arm(static_cast<short>(in.events & kReadiness), &may_sleep));
         }
         std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -234,6 +236,8 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
             all_owned &= o;
         }
         ready = !may_sleep || collect(epfd, *set, out, max, false) > 0;
+        // A handshake that completed during the re-check: that connection was never armed.
+        for (size_t i = 0; i < armed.size() && !ready; ++i) ready = armed[i].first->phase() != phases[i];
         lk.unlock();
         int nk = 0;
         if (!ready) {

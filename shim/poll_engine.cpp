@@ -24,6 +24,7 @@ struct Tracked {
     short ready = 0;
     int token = 0;
     bool owned = false;
+    Phase phase = Phase::undecided;
 };
 
 int sleep_in_kernel(pollfd* k, nfds_t n, int64_t timeout_us, const sigset_t* mask) {
@@ -94,7 +95,10 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
         if (spun_ready) continue;
         // Sleep: ask for doorbells, re-check, then block in the kernel.
         bool may_sleep = true;
-        for (auto& e : t) e.token = e.sock->conn->arm(fds[e.idx].events, &may_sleep);
+        for (auto& e : t) {
+            e.phase = e.sock->conn->phase();
+            e.token = e.sock->conn->arm(fds[e.idx].events, &may_sleep);
+        }
         std::atomic_thread_fence(std::memory_order_seq_cst);
         bool ready = !may_sleep;
         bool all_owned = true;
@@ -103,6 +107,9 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
             all_owned &= e.owned;
         }
         ready = ready || evaluate_rings(t, fds) > 0;
+        // A handshake that finished during the re-check upgraded a connection we
+        // could not arm: its doorbells were never requested, so look again.
+        for (auto& e : t) ready = ready || e.sock->conn->phase() != e.phase;
         int rc = 0;
         if (!ready) {
             for (nfds_t i = 0; i < n; ++i) k[i] = {fds[i].fd, fds[i].events, 0};

@@ -13,6 +13,7 @@ run() {  # name spin_us bytes rounds
         p=$((port_base + i)); port_base=$((port_base + 1))
         LD_PRELOAD=$LIB RDMASOCK_STATS=1 RDMASOCK_SPIN_US=$2 timeout 60 "$BUILD/stream_check" serve $p 2>"$tmp/srv.txt" &
         srv=$!
+        for _ in $(seq 1 100); do ss -ltn "sport = :$p" | grep -q LISTEN && break; sleep 0.05; done
         if ! LD_PRELOAD=$LIB RDMASOCK_STATS=1 RDMASOCK_SPIN_US=$2 timeout 60 "$BUILD/stream_check" send $p "$3" >"$tmp/cli.out" 2>"$tmp/cli.txt"; then
             echo "FAIL: $1 round $i"; cat "$tmp/cli.out" "$tmp/cli.txt"; exit 1
         fi

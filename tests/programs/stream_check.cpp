@@ -4,13 +4,20 @@
 //
 //   stream_check serve PORT                    echo one connection, then exit
 //   stream_check send PORT BYTES [CHUNK]       client; exit 0 iff every byte came back
+//   stream_check pingpong PORT ROUNDS          client: random-size round trips with random
+//                                              pauses on both sides (the sleep/wake race);
+//                                              fails on a wrong byte or a round trip > 10 s
+//   stream_check pause-echo PORT               server for pingpong: echoes after random pauses
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -131,12 +138,90 @@ int send_and_check(int port, uint64_t total, size_t chunk) {
     return ok ? 0 : 1;
 }
 
+// Pauses of 0-200 us around the spin budget, so waits end sometimes while
+// spinning and sometimes after sleeping in the kernel.
+void random_pause(unsigned& seed) {
+    unsigned r = rand_r(&seed) % 8;
+    if (r < 3) return;
+    if (r < 6) {
+        auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(rand_r(&seed) % 60);
+        while (std::chrono::steady_clock::now() < end) {}
+    } else {
+        usleep(rand_r(&seed) % 200);
+    }
+}
+
+bool read_full(int fd, uint8_t* p, size_t n) {
+    while (n > 0) {
+        ssize_t r = recv(fd, p, n, 0);
+        if (r < 0 && errno == EAGAIN) {  // SO_RCVTIMEO expired: was the data there all along?
+            int avail = -1;
+            ioctl(fd, FIONREAD, &avail);
+            pollfd pf{fd, POLLIN, 0};
+            int pr = poll(&pf, 1, 0);
+            fprintf(stderr, "stalled 3 s waiting for %zu bytes: FIONREAD=%d poll=%d revents=0x%x\n", n, avail, pr, pf.revents);
+            continue;
+        }
+        if (r <= 0) return false;
+        p += r;
+        n -= static_cast<size_t>(r);
+    }
+    return true;
+}
+
+int pause_echo(int port) {
+    int l = listen_on(port);
+    int s = accept(l, nullptr, nullptr);
+    close(l);
+    unsigned seed = 7;
+    uint8_t len;
+    uint8_t buf[256];
+    while (read_full(s, &len, 1) && read_full(s, buf, len)) {
+        random_pause(seed);
+        if (send(s, &len, 1, MSG_NOSIGNAL) != 1 || send(s, buf, len, MSG_NOSIGNAL) != len) return 1;
+    }
+    close(s);
+    return 0;
+}
+
+int pingpong(int port, uint64_t rounds) {
+    int c = connect_to(port);
+    timeval tv{3, 0};
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    unsigned seed = 11;
+    uint8_t buf[256], back[256];
+    double worst = 0;
+    for (uint64_t i = 0; i < rounds; ++i) {
+        uint8_t len = static_cast<uint8_t>(1 + rand_r(&seed) % 200);
+        for (int k = 0; k < len; ++k) buf[k] = byte_at(i * 256 + k);
+        auto t0 = std::chrono::steady_clock::now();
+        uint8_t got_len = 0;
+        if (send(c, &len, 1, MSG_NOSIGNAL) != 1 || send(c, buf, len, MSG_NOSIGNAL) != len || !read_full(c, &got_len, 1) ||
+            got_len != len || !read_full(c, back, len) || memcmp(buf, back, len) != 0) {
+            fprintf(stderr, "round %llu: wrong or missing bytes\n", static_cast<unsigned long long>(i));
+            return 1;
+        }
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        worst = std::max(worst, s);
+        if (s > 10) {  // a liveness bound, not a speed check: a lost wake-up never returns
+            fprintf(stderr, "round %llu took %.1f s\n", static_cast<unsigned long long>(i), s);
+            return 1;
+        }
+        random_pause(seed);
+    }
+    close(c);
+    printf("ok %llu round trips, slowest %.3f ms\n", static_cast<unsigned long long>(rounds), worst * 1000);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc >= 3 && std::string(argv[1]) == "serve") return serve(atoi(argv[2]));
     if (argc >= 4 && std::string(argv[1]) == "send")
         return send_and_check(atoi(argv[2]), strtoull(argv[3], nullptr, 10), argc >= 5 ? strtoul(argv[4], nullptr, 10) : 100000);
-    fprintf(stderr, "usage: stream_check serve PORT | send PORT BYTES [CHUNK]\n");
+    if (argc >= 4 && std::string(argv[1]) == "pingpong") return pingpong(atoi(argv[2]), strtoull(argv[3], nullptr, 10));
+    if (argc >= 3 && std::string(argv[1]) == "pause-echo") return pause_echo(atoi(argv[2]));
+    fprintf(stderr, "usage: stream_check serve PORT | send PORT BYTES [CHUNK] | pingpong PORT ROUNDS | pause-echo PORT\n");
     return 2;
 }

@@ -317,7 +317,7 @@ bool Connection::progress_server_ready() {
         become_plain("client closed during the handshake");
         return true;
     }
-    if (r.status != handshake::Parse::complete ||
+    if (r.status != handshake::Parse::complete || r.message.version != handshake::kVersion ||
         (r.message.type != handshake::Type::ready && r.message.type != handshake::Type::abort)) {
         become_failed("expected READY or ABORT after ACCEPT");
         return true;
@@ -530,6 +530,14 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         if (peer_closed_.load()) {  // EOF after the last record
             RS_LOG(debug, "fd %d: peer gone, end of stream", fd_);
             return static_cast<ssize_t>(total);
+        }
+        if (nb && total == 0 && !peer_closed_.load()) {
+            // Without a poll nobody drains the doorbell stream: look for the
+            // peer's EOF here so a nonblocking reader is not told EAGAIN forever.
+            std::unique_lock<std::mutex> dl(drain_mu_, std::try_to_lock);
+            if (dl.owns_lock()) drain_locked();
+            if (peer_closed_.load() && rd.poll() == ring::RingStatus::would_block) return 0;
+            if (rd.poll() != ring::RingStatus::would_block) continue;
         }
         if (nb) {
             if (total > 0) return static_cast<ssize_t>(total);

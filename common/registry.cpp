@@ -53,7 +53,9 @@ bool is_published(uint16_t port) {
     sockaddr_un a;
     socklen_t len = entry_name(port, a);
     int saved = errno;
-    bool taken = ::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 && errno == EADDRINUSE;
+    // connect() only looks: probing by bind() would itself occupy the name for an
+    // instant, and a concurrent client could take that for a shimmed listener.
+    bool taken = ::connect(fd, reinterpret_cast<sockaddr*>(&a), len) == 0;
     ::close(fd);
     errno = saved;
     return taken;

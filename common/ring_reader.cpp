@@ -162,7 +162,7 @@ size_t RingReader::readable_bytes() {
     while (!broken_ && pos - consumed_ < capacity_) {
         Record rec = inspect(pos);
         if (rec.state != RingStatus::ok || rec.kind == RecordKind::fin) break;
-        n += rec.length - partial;
+        n += rec.length > partial ? rec.length - partial : 0;  // a peer may rewrite the record in hand
         partial = 0;
         pos += record_bytes(rec.length);
     }

@@ -96,6 +96,7 @@ bool ShmSegment::open(const std::string& name, size_t size, std::string& err) {
     data_ = p;
     size_ = size;
     name_ = name;
+    owns_name_ = true;  // the attaching peer may remove the name too (the creator may be gone)
     return true;
 }
 

@@ -49,6 +49,32 @@ double cpu_seconds(const rusage& r) {
            static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
 }
 
+// Warm-up, then `iters` timed round trips: per-trip nanoseconds, wall time and
+// this process's CPU time over the timed part.
+struct Timed {
+    std::vector<double> ns;
+    double wall = 0;
+    double cpu_self = 0;
+};
+
+Timed time_round_trips(const Options& o, const std::function<void()>& rt) {
+    for (size_t i = 0; i < o.warmup; ++i) rt();
+    Timed t;
+    t.ns.resize(o.iters);
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+    auto start = Clock::now();
+    for (size_t i = 0; i < o.iters; ++i) {
+        auto t0 = Clock::now();
+        rt();
+        t.ns[i] = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    }
+    t.wall = std::chrono::duration<double>(Clock::now() - start).count();
+    getrusage(RUSAGE_SELF, &after);
+    t.cpu_self = cpu_seconds(after) - cpu_seconds(before);
+    return t;
+}
+
 // Runs `client` here and `echo` in a forked child; times every round trip.
 bench::Summary measure(const std::string& mode, const Options& o, const std::function<void()>& echo,
                        const std::function<void()>& client_rt, const std::function<void()>& finish) {
@@ -58,25 +84,14 @@ bench::Summary measure(const std::string& mode, const Options& o, const std::fun
         echo();
         _exit(0);
     }
-    for (size_t i = 0; i < o.warmup; ++i) client_rt();
-    std::vector<double> ns(o.iters);
-    rusage before{}, after{}, child{};
-    getrusage(RUSAGE_SELF, &before);
-    auto start = Clock::now();
-    for (size_t i = 0; i < o.iters; ++i) {
-        auto t0 = Clock::now();
-        client_rt();
-        ns[i] = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-    }
-    double wall = std::chrono::duration<double>(Clock::now() - start).count();
-    getrusage(RUSAGE_SELF, &after);
+    Timed t = time_round_trips(o, client_rt);
+    rusage child{};
     finish();  // tell the echo process to stop
     int status = 0;
     // The child's CPU covers warm-up too; scale it to the measured share.
     wait4(pid, &status, 0, &child);
     double share = static_cast<double>(o.iters) / static_cast<double>(o.iters + o.warmup);
-    double cpu = cpu_seconds(after) - cpu_seconds(before) + cpu_seconds(child) * share;
-    return bench::summarize(mode, o.size, std::move(ns), wall, cpu);
+    return bench::summarize(mode, o.size, std::move(t.ns), t.wall, t.cpu_self + cpu_seconds(child) * share);
 }
 
 void full_write(int fd, const void* p, size_t n) {
@@ -323,20 +338,9 @@ int main(int argc, char** argv) {
             full_write(c, buf.data(), o.size);
             if (!full_read(c, buf.data(), o.size)) die("peer closed");
         };
-        for (size_t i = 0; i < o.warmup; ++i) rt();
-        std::vector<double> ns(o.iters);
-        rusage before{}, after{};
-        getrusage(RUSAGE_SELF, &before);
-        auto start = Clock::now();
-        for (size_t i = 0; i < o.iters; ++i) {
-            auto t0 = Clock::now();
-            rt();
-            ns[i] = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-        }
-        double wall = std::chrono::duration<double>(Clock::now() - start).count();
-        getrusage(RUSAGE_SELF, &after);
+        Timed t = time_round_trips(o, rt);
         close(c);
-        auto s = bench::summarize(label, o.size, std::move(ns), wall, cpu_seconds(after) - cpu_seconds(before));
+        auto s = bench::summarize(label, o.size, std::move(t.ns), t.wall, t.cpu_self);
         std::printf("%s,%zu,%zu,%.4f,%.4f,%.4f,%.1f,%.4f\n", s.mode.c_str(), s.size, s.iters, s.p50_us, s.p99_us,
                     s.p999_us, s.rt_per_s, s.cpu_us_per_rt);
         return 0;

@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -91,6 +92,25 @@ Config parse_config(const std::function<const char*(const char*)>& getenv_fn, st
         else c.handshake_timeout_ms = static_cast<uint32_t>(n);
     }
     if (const char* v = getenv_fn("RDMASOCK_FAULT")) c.fault = v;
+    if (const char* v = getenv_fn("RDMASOCK_DEVICE")) {
+        bool ok = *v && std::strlen(v) < 64;
+        for (const char* p = v; ok && *p; ++p) ok = isalnum(static_cast<unsigned char>(*p)) || *p == '_' || *p == '-' || *p == '.';
+        if (!ok) bad("RDMASOCK_DEVICE", v, "a verbs device name such as mlx5_0 or rxe0", "the first active device");
+        else c.rdma_device = v;
+    }
+    if (const char* v = getenv_fn("RDMASOCK_GID_INDEX")) {
+        uint64_t n = 0;
+        if (!strcasecmp(v, "auto")) c.gid_index = -1;
+        else if (!parse_size(v, n) || n > 255 || !isdigit(static_cast<unsigned char>(v[strlen(v) - 1])))
+            bad("RDMASOCK_GID_INDEX", v, "auto or an index from 0 to 255", "auto");
+        else c.gid_index = static_cast<int>(n);
+    }
+    if (const char* v = getenv_fn("RDMASOCK_PEERS")) {
+        std::string why;
+        if (!parse_peer_rules(v, c.peers, why))
+            errors.push_back(std::string("RDMASOCK_PEERS='") + v + "' is invalid (" + why +
+                             "; expected addresses or CIDR prefixes separated by commas); offering RDMA to no other host");
+    }
     return c;
 }
 

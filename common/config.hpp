@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "log.hpp"
+#include "peer_rules.hpp"
 
 namespace rdmasock {
 
@@ -22,6 +23,9 @@ struct Config {
     bool stats = false;                 // RDMASOCK_STATS
     uint32_t handshake_timeout_ms = 10000;  // RDMASOCK_HANDSHAKE_TIMEOUT_MS
     std::string fault;                  // RDMASOCK_FAULT: test-only fault injection point
+    std::string rdma_device;            // RDMASOCK_DEVICE: verbs device name; empty = first active port
+    int gid_index = -1;                 // RDMASOCK_GID_INDEX: -1 = prefer a RoCE v2 IPv4-mapped GID
+    std::vector<PeerRule> peers;        // RDMASOCK_PEERS: other hosts offered RDMA (peer_rules.hpp)
 };
 
 // getenv is injected so tests can feed arbitrary values. Returns messages for

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "log.hpp"
+#include "rdma_setup.hpp"
 #include "shm_transport.hpp"
 
 namespace rdmasock {
@@ -201,6 +202,19 @@ bool Connection::progress_client_offer() {
     if (!(p.revents & POLLOUT)) return false;  // still connecting
     handshake::Message hello;
     hello.type = handshake::Type::hello;
+    if (offers_ & handshake::kOfferRdma) {
+        // The QP and the rings exist before the HELLO: it carries their addresses.
+        std::string err;
+        pending_ = rdma_setup::offer(config_, hello.rdma, err);
+        if (!pending_) {
+            offers_ &= ~handshake::kOfferRdma;
+            if (offers_ == 0) {
+                become_plain(("no RDMA: " + err).c_str());  // nothing sent: the server sees a plain client
+                return true;
+            }
+            RS_LOG(info, "fd %d: not offering rdma: %s", fd_, err.c_str());
+        }
+    }
     hello.offers = offers_;
     hello.uid = static_cast<uint32_t>(geteuid());
     hello.ring_bytes = config_.ring_bytes;
@@ -238,25 +252,35 @@ bool Connection::progress_client_reply() {
     }
     consume(r.consumed);
     std::string err;
-    std::unique_ptr<ShmChannel> ch;
-    if (m.transport == handshake::kOfferShm && config_.fault != "client-attach")
-        ch = ShmChannel::attach(m.name, m.ring_bytes, err);
-    else err = "transport not offered";
+    std::unique_ptr<Transport> t;
+    if (m.transport == handshake::kOfferShm && (offers_ & handshake::kOfferShm)) {
+        std::unique_ptr<ShmChannel> ch;
+        if (config_.fault != "client-attach") ch = ShmChannel::attach(m.name, m.ring_bytes, err);
+        else err = "fault injection client-attach";
+        if (ch) {
+            ch->unlink();  // both sides have it mapped now; the name has done its job
+            t = std::make_unique<ShmTransport>(std::move(ch));
+        }
+    } else if (m.transport == handshake::kOfferRdma && pending_) {
+        if (rdma_setup::complete(config_, *pending_, m.rdma, err)) t = std::move(pending_);
+    } else {
+        err = "the server accepted a transport we did not offer";
+    }
+    pending_.reset();
     handshake::Message reply;
-    if (!ch) {
+    if (!t) {
         reply.type = handshake::Type::abort;
         reply.reason = handshake::Reason::setup_failed;
         if (!send_message(reply)) become_failed("could not send ABORT");
-        else become_plain(("could not map the server's segment: " + err).c_str());
+        else become_plain(("could not set up the accepted transport: " + err).c_str());
         return true;
     }
-    ch->unlink();  // both sides have it mapped now; the name has done its job
     reply.type = handshake::Type::ready;
     if (!send_message(reply)) {
         become_failed("could not send READY");
         return true;
     }
-    upgrade(std::make_unique<ShmTransport>(std::move(ch)));
+    upgrade(std::move(t));
     return true;
 }
 
@@ -281,24 +305,17 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
     reply.type = handshake::Type::decline;
     if (m.version != handshake::kVersion) reply.reason = handshake::Reason::bad_version;
     else if (config_.transport == TransportChoice::tcp) reply.reason = handshake::Reason::disabled;
-    else if (!(m.offers & handshake::kOfferShm)) reply.reason = handshake::Reason::no_transport;
-    else if (m.uid != static_cast<uint32_t>(geteuid())) reply.reason = handshake::Reason::other_user;
-    else if (m.boot_id != handshake::local_boot_id()) reply.reason = handshake::Reason::other_host;
-    else if (config_.fault == "server-setup") reply.reason = handshake::Reason::setup_failed;
-    if (reply.reason == handshake::Reason::none) {
-        uint64_t ring = ring::valid_capacity(m.ring_bytes) ? std::min(m.ring_bytes, config_.ring_bytes) : config_.ring_bytes;
-        std::string err;
-        auto ch = ShmChannel::create(ring, err);
-        if (!ch) {
-            RS_LOG(warn, "fd %d: cannot create a shared-memory segment: %s", fd_, err.c_str());
-            reply.reason = handshake::Reason::setup_failed;
-        } else {
-            reply.type = handshake::Type::accept;
-            reply.transport = handshake::kOfferShm;
-            reply.ring_bytes = ring;
-            reply.name = ch->name();
-            pending_ = std::make_unique<ShmTransport>(std::move(ch));
-        }
+    else {
+        // Same host and same user: shared memory. Otherwise RDMA, if offered.
+        const bool want_shm = (m.offers & handshake::kOfferShm) && config_.transport != TransportChoice::rdma;
+        const bool want_rdma = (m.offers & handshake::kOfferRdma) && config_.transport != TransportChoice::shm;
+        auto shm_refusal = handshake::Reason::none;
+        if (m.uid != static_cast<uint32_t>(geteuid())) shm_refusal = handshake::Reason::other_user;
+        else if (m.boot_id != handshake::local_boot_id()) shm_refusal = handshake::Reason::other_host;
+        reply.reason = want_shm ? shm_refusal : handshake::Reason::no_transport;
+        if (config_.fault == "server-setup") reply.reason = handshake::Reason::setup_failed;
+        else if (want_shm && shm_refusal == handshake::Reason::none) accept_shm(m, reply);
+        if (reply.type != handshake::Type::accept && want_rdma && config_.fault != "server-setup") accept_rdma(m, reply);
     }
     if (!send_message(reply)) {
         become_failed("could not send the reply to HELLO");
@@ -307,6 +324,36 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
     if (reply.type == handshake::Type::decline) become_plain(handshake::to_string(reply.reason));
     else phase_.store(Phase::accepted, std::memory_order_release);
     return true;
+}
+
+void Connection::accept_shm(const handshake::Message& hello, handshake::Message& reply) {
+    uint64_t ring = ring::valid_capacity(hello.ring_bytes) ? std::min(hello.ring_bytes, config_.ring_bytes) : config_.ring_bytes;
+    std::string err;
+    auto ch = ShmChannel::create(ring, err);
+    if (!ch) {
+        RS_LOG(warn, "fd %d: cannot create a shared-memory segment: %s", fd_, err.c_str());
+        reply.reason = handshake::Reason::setup_failed;
+        return;
+    }
+    reply.type = handshake::Type::accept;
+    reply.transport = handshake::kOfferShm;
+    reply.ring_bytes = ring;
+    reply.name = ch->name();
+    pending_ = std::make_unique<ShmTransport>(std::move(ch));
+}
+
+void Connection::accept_rdma(const handshake::Message& hello, handshake::Message& reply) {
+    std::string err;
+    auto t = rdma_setup::accept(config_, hello.rdma, reply.rdma, err);
+    if (!t) {
+        RS_LOG(warn, "fd %d: declining rdma: %s", fd_, err.c_str());
+        reply.reason = handshake::Reason::setup_failed;
+        return;
+    }
+    reply.type = handshake::Type::accept;
+    reply.transport = handshake::kOfferRdma;
+    reply.ring_bytes = config_.ring_bytes;
+    pending_ = std::move(t);
 }
 
 bool Connection::progress_server_ready() {
@@ -327,8 +374,7 @@ bool Connection::progress_server_ready() {
         become_plain("client could not map the transport");
         return true;
     }
-    auto* shm = static_cast<ShmTransport*>(pending_.get());
-    shm->channel().unlink();
+    pending_->on_peer_ready();
     upgrade(std::move(pending_));
     return true;
 }
@@ -421,6 +467,21 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
     return ops_.recvmsg(fd_, &mh, flags);
 }
 
+// A transport that broke after the upgrade (RDMA: a queue-pair error, the
+// device gone) ends the connection as a TCP reset would: ECONNRESET here, and
+// an abort byte on the doorbell stream, so a peer asleep in the kernel learns
+// it too instead of waiting for records that will never come.
+bool Connection::transport_failed() {
+    if (!transport_->failed()) return false;
+    if (!failure_reported_.exchange(true)) {
+        RS_LOG(warn, "fd %d: %s transport failed; reporting a reset", fd_, transport_->name());
+        const char b = kAbortByte;
+        ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        peer_reset_.store(true);
+    }
+    return true;
+}
+
 void Connection::ring_doorbell() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!transport_->take_peer_reader_waiting()) return;
@@ -442,7 +503,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     auto& w = transport_->writer();
     size_t total = 0;
     for (;;) {
-        if (shut_wr_ || peer_reset_.load() || w.status() == ring::RingStatus::broken) {
+        if (shut_wr_ || transport_failed() || peer_reset_.load() || w.status() == ring::RingStatus::broken) {
             if (total > 0) return static_cast<ssize_t>(total);
             RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd_, shut_wr_, peer_reset_.load(),
                    peer_closed_.load(), ring::to_string(w.status()));
@@ -469,7 +530,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             errno = EAGAIN;
             return -1;
         }
-        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || peer_closed_.load(); }, false,
+        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || peer_closed_.load() || transport_->failed(); }, false,
                             timeout_for(true));
         if (res == Wait::timeout) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -522,7 +583,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             errno = ECONNRESET;
             return -1;
         }
-        if (peer_reset_.load() && !peer_closed_.load()) {
+        if ((transport_failed() || peer_reset_.load()) && !peer_closed_.load()) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = ECONNRESET;
             return -1;
@@ -544,7 +605,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             errno = EAGAIN;
             return -1;
         }
-        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load(); },
+        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed(); },
                             true, timeout_for(false));
         if (res == Wait::timeout) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -581,7 +642,13 @@ void Connection::drain_locked() {
     char buf[256];
     for (;;) {
         ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0) continue;
+        if (n > 0) {
+            if (std::memchr(buf, kAbortByte, static_cast<size_t>(n))) {
+                RS_LOG(debug, "fd %d: the peer reports its transport failed", fd_);
+                peer_reset_.store(true);
+            }
+            continue;
+        }
         if (n == 0) {
             RS_LOG(debug, "fd %d: peer closed its socket", fd_);
             peer_closed_.store(true);
@@ -666,7 +733,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     *kernel_events = POLLIN;  // doorbells and EOF
     short r = 0;
     auto st = transport_->reader().poll();
-    const bool closed = peer_closed_.load(), reset = peer_reset_.load();
+    const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
     if (st == ring::RingStatus::ok) {
         r |= in;
         // TCP reports the peer's FIN as soon as it arrives, even behind unread data.
@@ -733,12 +800,12 @@ void Connection::close_last_reference() {
 
 std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {
     char buf[256];
-    const char* transport = phase() == Phase::upgraded ? transport_->name() : "tcp";
+    const bool up = phase() == Phase::upgraded;
     snprintf(buf, sizeof buf, "stats fd=%d role=%s transport=%s tx_bytes=%llu rx_bytes=%llu%s%s", fd_,
-             role_ == Role::client ? "client" : "server", transport, static_cast<unsigned long long>(tx_bytes_ + plain_tx),
-             static_cast<unsigned long long>(rx_bytes_ + plain_rx), fallback_reason_.empty() ? "" : " reason=",
-             fallback_reason_.empty() ? "" : fallback_reason_.c_str());
-    return buf;
+             role_ == Role::client ? "client" : "server", up ? transport_->name() : "tcp",
+             static_cast<unsigned long long>(tx_bytes_ + plain_tx), static_cast<unsigned long long>(rx_bytes_ + plain_rx),
+             fallback_reason_.empty() ? "" : " reason=", fallback_reason_.empty() ? "" : fallback_reason_.c_str());
+    return up ? buf + transport_->stats_detail() : std::string(buf);
 }
 
 }  // namespace rdmasock

@@ -101,6 +101,9 @@ private:
     bool progress_server_hello(bool app_wants_to_write);
     bool progress_server_ready();
     bool progress_strip_hello();
+    // Server: fill `reply` with an ACCEPT (and set pending_) or a refusal reason.
+    void accept_shm(const handshake::Message& hello, handshake::Message& reply);
+    void accept_rdma(const handshake::Message& hello, handshake::Message& reply);
     // Blocks (honouring timeouts) until the handshake leaves its waiting phase.
     bool settle(int flags, bool for_write);
     // Peeks at the kernel buffer: the parsed message, or eof/empty.
@@ -114,6 +117,10 @@ private:
     ssize_t ring_send(const iovec* iov, int iovcnt, int flags);
     ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
     void ring_doorbell();
+    bool transport_failed();
+    // Doorbells are single bytes on the TCP stream: 1 = "I wrote / I freed
+    // space"; kAbortByte = "my transport broke" (the peer resets the connection).
+    static constexpr char kAbortByte = static_cast<char>(0xEE);
     // Spin, then sleep on the kernel fd until `ready()` or the deadline.
     enum class Wait { ready, timeout, interrupted };
     template <class Ready> Wait wait_for(Ready ready, bool reader, int64_t timeout_us);
@@ -143,6 +150,7 @@ private:
     void drain_locked();
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
+    std::atomic<bool> failure_reported_{false};  // transport_failed() sent its abort byte
     bool shut_rd_ = false, shut_wr_ = false;
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
     int owner_pid_ = 0;

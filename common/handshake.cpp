@@ -37,6 +37,17 @@ struct Reader {
     }
 };
 
+// The RDMA parameter blob has a fixed size; its content is validated by the
+// receiver (rdmasock::decode in rdma_params.cpp), not here.
+void take_blob(Reader& b, std::vector<uint8_t>& out) {
+    if (b.left < kRdmaBlobBytes) {
+        b.ok = false;
+        return;
+    }
+    out.assign(b.p, b.p + kRdmaBlobBytes);
+    b.take(kRdmaBlobBytes);
+}
+
 }  // namespace
 
 std::vector<uint8_t> encode(const Message& m) {
@@ -47,12 +58,14 @@ std::vector<uint8_t> encode(const Message& m) {
             body.u32(m.uid);
             body.u64(m.ring_bytes);
             body.bytes(m.boot_id.data(), m.boot_id.size());
+            if (m.offers & kOfferRdma) body.bytes(m.rdma.data(), m.rdma.size());
             break;
         case Type::accept:
             body.u32(m.transport);
             body.u64(m.ring_bytes);
             body.u16(static_cast<uint16_t>(m.name.size()));
             body.bytes(m.name.data(), m.name.size());
+            if (m.transport == kOfferRdma) body.bytes(m.rdma.data(), m.rdma.size());
             break;
         case Type::decline:
         case Type::abort: body.u32(static_cast<uint32_t>(m.reason)); break;
@@ -104,6 +117,7 @@ ParseResult parse(const uint8_t* data, size_t len) {
                 m.uid = static_cast<uint32_t>(b.take(4));
                 m.ring_bytes = b.take(8);
                 for (auto& byte : m.boot_id) byte = static_cast<uint8_t>(b.take(1));
+                if (b.ok && (m.offers & kOfferRdma)) take_blob(b, m.rdma);
                 break;
             case Type::accept: {
                 m.transport = static_cast<uint32_t>(b.take(4));
@@ -111,6 +125,7 @@ ParseResult parse(const uint8_t* data, size_t len) {
                 size_t n = static_cast<size_t>(b.take(2));
                 if (b.ok && n <= b.left) m.name.assign(reinterpret_cast<const char*>(b.p), n), b.take(n);
                 else b.ok = false;
+                if (b.ok && m.transport == kOfferRdma) take_blob(b, m.rdma);
                 break;
             }
             case Type::decline:

@@ -3,8 +3,10 @@
 //
 //   header (16 bytes): magic[7] "\xF7RDMASK", version u8, type u8, reserved[3],
 //                      body_length u32 (little endian)
-//   HELLO   (client): offers u32 (bit 0 shm, bit 1 rdma), uid u32, ring_bytes u64, boot_id[16]
-//   ACCEPT  (server): transport u32, ring_bytes u64, name_length u16, name[...]
+//   HELLO   (client): offers u32 (bit 0 shm, bit 1 rdma), uid u32, ring_bytes u64, boot_id[16],
+//                     then, only when rdma is offered, the client's RdmaParams blob (68 bytes)
+//   ACCEPT  (server): transport u32, ring_bytes u64, name_length u16, name[...],
+//                     then, only when transport is rdma, the server's RdmaParams blob (68 bytes)
 //   DECLINE (server): reason u32
 //   READY   (client): empty: the client mapped the transport, data now flows in rings
 //   ABORT   (client): reason u32: the client could not map it, both stay on TCP
@@ -32,6 +34,9 @@ enum class Type : uint8_t { hello = 1, accept = 2, decline = 3, ready = 4, abort
 
 inline constexpr uint32_t kOfferShm = 1u << 0;
 inline constexpr uint32_t kOfferRdma = 1u << 1;
+// Size of the RdmaParams blob in HELLO/ACCEPT (== rdmasock::kRdmaParamsBytes,
+// checked where both headers meet, in rdma_setup.cpp).
+inline constexpr size_t kRdmaBlobBytes = 68;
 
 enum class Reason : uint32_t {
     none = 0, disabled = 1, other_host = 2, other_user = 3, no_transport = 4, setup_failed = 5, bad_version = 6,
@@ -48,6 +53,9 @@ struct Message {
     // ACCEPT
     uint32_t transport = 0;
     std::string name;
+    // HELLO offering rdma / ACCEPT of rdma: the sender's encoded RdmaParams
+    // (common/rdma_params.hpp; decoded and validated by the receiver).
+    std::vector<uint8_t> rdma;
     // DECLINE / ABORT
     Reason reason = Reason::none;
 };

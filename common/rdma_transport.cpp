@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -585,6 +586,38 @@ bool RdmaTransport::take_peer_writer_waiting() {
     auto f = at<uint32_t>(ctrl(RdmaCtrl::writer_waiting));
     std::atomic_thread_fence(std::memory_order_seq_cst);
     return f.load(std::memory_order_relaxed) != 0 && f.exchange(0, std::memory_order_acq_rel) != 0;
+}
+
+bool RdmaTransport::probe(int timeout_ms, std::string& err) {
+    if (!connected_) {
+        err = "RDMA transport not connected";
+        return false;
+    }
+    uint64_t seq = 0;
+    {
+        std::lock_guard<std::mutex> lk(sq_mu_);
+        if (!post_locked(reinterpret_cast<uint64_t>(scratch_ + scratch_read_dst(kReadFlush)), scratch_mr_->lkey, 8,
+                         remote_.ctrl_addr + RdmaCtrl::written, remote_.ctrl_rkey, true, kReadFlush, &seq)) {
+            err = error();
+            return false;
+        }
+    }
+    // Runs before the connection carries data, on the handshake's thread only.
+    const int saved = read_timeout_ms_;
+    read_timeout_ms_ = timeout_ms > 0 ? timeout_ms : kReadTimeoutMs;
+    const bool ok = wait_read(kReadFlush, seq);
+    read_timeout_ms_ = saved;
+    if (!ok) err = "the peer did not answer an RDMA READ: " + error();
+    return ok;
+}
+
+std::string RdmaTransport::stats_detail() const {
+    Stats s = stats();
+    char buf[160];
+    snprintf(buf, sizeof buf, " rdma_writes=%llu inline=%llu signaled=%llu max_inline=%u",
+             static_cast<unsigned long long>(s.records), static_cast<unsigned long long>(s.inline_records),
+             static_cast<unsigned long long>(s.signaled), max_inline_);
+    return buf;
 }
 
 }  // namespace rdmasock

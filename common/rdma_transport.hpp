@@ -115,6 +115,14 @@ public:
     // Our ctrl block's flags as the peer wrote them (local loads, cleared on take).
     bool take_peer_reader_waiting() override;
     bool take_peer_writer_waiting() override;
+    bool failed() const override { return broken(); }
+    std::string stats_detail() const override;
+
+    // After connect(), before any data: one RDMA READ from the peer's ctrl block
+    // proves the path works both ways (the peer's QP answers). False with a reason
+    // on an error completion or when no answer came within timeout_ms (an
+    // unreachable GID, a dead peer); the transport is broken then.
+    bool probe(int timeout_ms, std::string& err);
 
     // Waits up to timeout_ms until every posted work request has completed (the
     // peer's NIC acknowledged all records). The destructor calls it with 1000 ms.

@@ -32,6 +32,8 @@ public:
         auto& f = ch_->rx_control().writer_waiting;
         return f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_acq_rel);
     }
+    // Both sides have it mapped now: the name has done its job.
+    void on_peer_ready() override { ch_->unlink(); }
     ShmChannel& channel() { return *ch_; }
 
 private:

@@ -17,6 +17,8 @@
 // the application's fd wake up.
 #pragma once
 
+#include <string>
+
 #include "ring_reader.hpp"
 #include "ring_writer.hpp"
 
@@ -36,6 +38,12 @@ public:
     virtual bool take_peer_reader_waiting() = 0;
     // After publishing consumed: the peer's writer sleeps and wants a doorbell.
     virtual bool take_peer_writer_waiting() = 0;
+    // Server: the client sent READY (it has the transport connected/mapped).
+    virtual void on_peer_ready() {}
+    // The transport broke for good (RDMA: a queue-pair error); no byte moves any more.
+    virtual bool failed() const { return false; }
+    // Extra words for the statistics line ("" or " key=value ...").
+    virtual std::string stats_detail() const { return {}; }
 };
 
 }  // namespace rdmasock

@@ -10,6 +10,7 @@
 #include <cstdarg>
 
 #include "log.hpp"
+#include "offer_policy.hpp"
 #include "real_calls.hpp"
 #include "epoll_sets.hpp"
 #include "registry.hpp"
@@ -65,10 +66,12 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
     if (s && !s->conn) {
         const Config& cfg = shim::config();
         uint16_t port = registry::port_of(addr, len);
-        if (cfg.transport != TransportChoice::tcp && cfg.transport != TransportChoice::rdma && port &&
-            registry::same_host(addr, len) && registry::is_published(port))
-            offers = handshake::kOfferShm;
-        RS_LOG(debug, "fd %d: connect to port %u, %s", fd, port, offers ? "offering shm" : "plain tcp");
+        if (cfg.transport != TransportChoice::tcp && port) {
+            bool here = registry::same_host(addr, len) && registry::is_published(port);
+            offers = client_offers(cfg.transport, here, !here && peer_matches(cfg.peers, addr, len));
+        }
+        RS_LOG(debug, "fd %d: connect to port %u, offering %s", fd, port,
+               offers == handshake::kOfferShm ? "shm" : offers ? "rdma" : "nothing (plain tcp)");
     }
     int r = calls().connect(fd, addr, len);
     int saved = errno;

@@ -8,6 +8,7 @@
 //                                              pauses on both sides (the sleep/wake race);
 //                                              fails on a wrong byte or a round trip > 10 s
 //   stream_check pause-echo PORT               server for pingpong: echoes after random pauses
+// STREAM_CHECK_ADDR=IPv4 replaces the loopback address on both sides.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,6 +28,14 @@
 
 namespace {
 
+// STREAM_CHECK_ADDR: the IPv4 address to listen on / connect to (default
+// loopback; the RDMA VM tests use the test network's addresses).
+in_addr_t test_addr() {
+    const char* a = getenv("STREAM_CHECK_ADDR");
+    in_addr_t v = a ? inet_addr(a) : htonl(INADDR_LOOPBACK);
+    return v == INADDR_NONE ? htonl(INADDR_LOOPBACK) : v;
+}
+
 uint8_t byte_at(uint64_t i) { return static_cast<uint8_t>((i * 2654435761u) >> 13); }
 
 int listen_on(int port) {
@@ -36,7 +45,7 @@ int listen_on(int port) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_addr.s_addr = test_addr();
     if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(l, 8)) {
         perror("bind/listen");
         exit(2);
@@ -49,7 +58,7 @@ int connect_to(int port) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_addr.s_addr = test_addr();
     for (int i = 0; connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0; ++i) {
         if (i > 300) {
             perror("connect");

@@ -59,3 +59,32 @@ TEST_CASE("each bad value is reported by name and falls back") {
     std::vector<std::string> errors;
     CHECK(parse({{"RDMASOCK_TRANSPORT", "bogus"}}, errors).transport == TransportChoice::tcp);
 }
+
+TEST_CASE("RDMA device, GID index and peer rules") {
+    std::vector<std::string> errors;
+    Config c = parse({{"RDMASOCK_DEVICE", "rxe0"}, {"RDMASOCK_GID_INDEX", "3"}, {"RDMASOCK_PEERS", "10.99.1.0/24, fd00::7"}},
+                     errors);
+    CHECK(errors.empty());
+    CHECK(c.rdma_device == "rxe0");
+    CHECK(c.gid_index == 3);
+    CHECK(c.peers.size() == 2);
+    CHECK(parse({}, errors).gid_index == -1);
+    struct Case {
+        const char* var;
+        const char* value;
+    } cases[] = {{"RDMASOCK_DEVICE", ""},          {"RDMASOCK_DEVICE", "../../etc/passwd"},
+                 {"RDMASOCK_GID_INDEX", "256"},    {"RDMASOCK_GID_INDEX", "-1"},
+                 {"RDMASOCK_GID_INDEX", "1K"},     {"RDMASOCK_PEERS", "10.0.0.0/33"},
+                 {"RDMASOCK_PEERS", "not-an-ip"},  {"RDMASOCK_PEERS", "10.0.0.1,,10.0.0.2"},
+                 {"RDMASOCK_PEERS", "10.0.0.0/"}};
+    for (auto& k : cases) {
+        std::vector<std::string> errs;
+        Config bad = parse({{k.var, k.value}}, errs);
+        INFO(k.var << "=" << k.value);
+        REQUIRE(errs.size() == 1);
+        CHECK_THAT(errs[0], Catch::Contains(k.var));
+        CHECK(bad.rdma_device.empty());
+        CHECK(bad.gid_index == -1);
+        CHECK(bad.peers.empty());
+    }
+}

@@ -97,3 +97,41 @@ TEST_CASE("another version's message is complete so it can be declined") {
     REQUIRE(r.status == Parse::complete);
     CHECK(r.message.version == 9);
 }
+
+TEST_CASE("RDMA parameters ride in HELLO and ACCEPT, with an exact size") {
+    std::vector<uint8_t> blob(kRdmaBlobBytes);
+    for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<uint8_t>(i * 7 + 1);
+    Message h = hello();
+    h.offers = kOfferShm | kOfferRdma;
+    h.rdma = blob;
+    Message acc;
+    acc.type = Type::accept;
+    acc.transport = kOfferRdma;
+    acc.ring_bytes = 1 << 16;
+    acc.rdma = blob;
+    for (const Message& m : {h, acc}) {
+        auto bytes = encode(m);
+        auto r = parse(bytes.data(), bytes.size());
+        REQUIRE(r.status == Parse::complete);
+        CHECK(r.consumed == bytes.size());
+        CHECK(r.message.rdma == blob);
+        for (size_t n = 1; n < bytes.size(); ++n) REQUIRE(parse(bytes.data(), n).status == Parse::need_more);
+    }
+    SECTION("a HELLO that offers rdma without the blob is refused") {
+        Message bad = hello();
+        bad.offers = kOfferRdma;  // encode() copies whatever rdma holds: nothing
+        auto bytes = encode(bad);
+        auto r = parse(bytes.data(), bytes.size());
+        CHECK(r.status == Parse::not_handshake);
+        CHECK_THAT(r.why, Catch::Contains("wrong size"));
+    }
+    SECTION("a shm ACCEPT carrying extra bytes is refused") {
+        Message bad = acc;
+        bad.transport = kOfferShm;
+        auto bytes = encode(bad);  // no blob for shm: well formed
+        REQUIRE(parse(bytes.data(), bytes.size()).status == Parse::complete);
+        bytes[12] += 3;  // body length says 3 more bytes
+        bytes.insert(bytes.end(), {1, 2, 3});
+        CHECK(parse(bytes.data(), bytes.size()).status == Parse::not_handshake);
+    }
+}

@@ -1,0 +1,76 @@
+#include "rdma_setup.hpp"
+
+#include <algorithm>
+
+#include "handshake.hpp"
+#include "log.hpp"
+#include "rdma_device.hpp"
+#include "rdma_params.hpp"
+#include "rdma_transport.hpp"
+
+namespace rdmasock::rdma_setup {
+
+static_assert(handshake::kRdmaBlobBytes == kRdmaParamsBytes, "HELLO/ACCEPT carry exactly one RdmaParams blob");
+
+namespace {
+
+RdmaDevice* device(const Config& config, std::string& err) {
+    RdmaDevice* dev = RdmaDevice::process(config.rdma_device, config.gid_index, config.fault, err);
+    if (dev && !dev->usable(err)) return nullptr;
+    return dev;
+}
+
+std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err) {
+    RdmaDevice* dev = device(config, err);
+    if (!dev) return nullptr;
+    auto t = RdmaTransport::create(*dev, config.ring_bytes, config.fault, err);
+    if (t) RS_LOG(debug, "rdma: %s, local %s", dev->describe().c_str(), to_string(t->local_params()).c_str());
+    return t;
+}
+
+bool decode_peer(const std::vector<uint8_t>& blob, RdmaParams& out, std::string& err) {
+    if (!decode(blob.data(), blob.size(), out, err)) {
+        err = "bad RDMA parameters from the peer: " + err;
+        return false;
+    }
+    return true;
+}
+
+// The probe must outlast the QP's own retry budget on a lossy path, but a dead
+// or unreachable peer must not hold the application's first call for long.
+int probe_timeout_ms(const Config& config) { return static_cast<int>(std::min<uint32_t>(config.handshake_timeout_ms, 3000)); }
+
+}  // namespace
+
+std::unique_ptr<Transport> offer(const Config& config, std::vector<uint8_t>& params, std::string& err) {
+    auto t = create(config, err);
+    if (!t) return nullptr;
+    params = encode(t->local_params());
+    return t;
+}
+
+std::unique_ptr<Transport> accept(const Config& config, const std::vector<uint8_t>& client_params,
+                                  std::vector<uint8_t>& params, std::string& err) {
+    RdmaParams remote;
+    if (!decode_peer(client_params, remote, err)) return nullptr;
+    auto t = create(config, err);
+    if (!t || !t->connect(remote, err)) return nullptr;
+    params = encode(t->local_params());
+    return t;
+}
+
+bool complete(const Config& config, Transport& offered, const std::vector<uint8_t>& server_params, std::string& err) {
+    auto& t = static_cast<RdmaTransport&>(offered);  // offer() made it
+    RdmaParams remote;
+    if (!decode_peer(server_params, remote, err)) return false;
+    if (config.fault == "rdma-bad-gid") {
+        // Another host number in the peer's own subnet that nobody holds: the
+        // packets stay on the test network and are dropped there.
+        remote.gid[15] = remote.gid[15] == 254 ? 253 : 254;
+    }
+    if (!t.connect(remote, err)) return false;
+    if (!t.probe(probe_timeout_ms(config), err)) return false;
+    return true;
+}
+
+}  // namespace rdmasock::rdma_setup

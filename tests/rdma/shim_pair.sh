@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One shimmed connection inside the RDMA VM: build/stream_check serve + send under
+# LD_PRELOAD, every byte checked both ways, then the transport each end reports.
+#
+#   tests/rdma/shim_pair.sh EXPECT BYTES [SERVER_ENV...] -- [CLIENT_ENV...]
+#
+# EXPECT: rdma | tcp (the transport both ends must report), or "killed" (the
+# server is SIGKILLed mid-transfer: the client must fail with an error, not hang,
+# within its 60 s bound). ENV entries are VAR=value. STREAM_CHECK_ADDR (default
+# $RDMA_VM_ADDR_B, else $RDMA_VM_ADDR) is where the server listens; CLIENT_DEV /
+# SERVER_DEV set RDMASOCK_DEVICE per side when given.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+LIB=$(readlink -f "$BUILD/librdmasock.so")
+expect=$1 bytes=$2
+shift 2
+srv_env=() cli_env=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do srv_env+=("$1"); shift; done
+[ "${1:-}" = -- ] && shift
+cli_env=("$@")
+addr=${STREAM_CHECK_ADDR:-${RDMA_VM_ADDR_B:-${RDMA_VM_ADDR:-127.0.0.1}}}
+port=$((30000 + RANDOM % 20000))
+tmp=$(mktemp -d /tmp/shim_pair.XXXXXX)
+trap 'kill -9 $srv 2>/dev/null; rm -rf "$tmp"' EXIT
+
+env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${srv_env[@]}" \
+    timeout 120 "$BUILD/stream_check" serve "$port" >"$tmp/srv.out" 2>"$tmp/srv.err" &
+srv=$!
+for _ in $(seq 1 200); do ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep 0.05; done
+if [ "$expect" = killed ]; then
+    ( sleep "${KILL_AFTER:-2}"; kill -9 $srv ) &
+fi
+start=$(date +%s)
+env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${cli_env[@]}" \
+    timeout 60 "$BUILD/stream_check" send "$port" "$bytes" >"$tmp/cli.out" 2>"$tmp/cli.err"
+crc=$?
+took=$(($(date +%s) - start))
+wait $srv 2>/dev/null
+src=$?
+echo "client (exit $crc after ${took}s):"; sed 's/^/  /' "$tmp/cli.out" "$tmp/cli.err"
+echo "server (exit $src):"; sed 's/^/  /' "$tmp/srv.out" "$tmp/srv.err"
+if [ "$expect" = killed ]; then
+    [ $crc -ne 0 ] && [ $crc -ne 124 ] || { echo "shim_pair: the client should fail (not hang, not succeed) after the server was killed"; exit 1; }
+    grep -q "transport=rdma" "$tmp/cli.err" || { echo "shim_pair: the client was not on rdma"; exit 1; }
+    echo "shim_pair: client failed cleanly after ${took}s"
+    exit 0
+fi
+[ $crc -eq 0 ] || { echo "shim_pair: client failed"; exit 1; }
+[ $src -eq 0 ] || { echo "shim_pair: server failed"; exit 1; }
+for side in cli srv; do
+    grep -q "transport=$expect " "$tmp/$side.err" ||
+        { echo "shim_pair: $side did not report transport=$expect"; exit 1; }
+done
+echo "shim_pair: $bytes bytes each way over $expect"

@@ -7,8 +7,8 @@
 # EXPECT: rdma | tcp (the transport both ends must report), or "killed" (the
 # server is SIGKILLed mid-transfer: the client must fail with an error, not hang,
 # within its 60 s bound). ENV entries are VAR=value. STREAM_CHECK_ADDR (default
-# $RDMA_VM_ADDR_B, else $RDMA_VM_ADDR) is where the server listens; CLIENT_DEV /
-# SERVER_DEV set RDMASOCK_DEVICE per side when given.
+# $RDMA_VM_ADDR_B, else $RDMA_VM_ADDR) is where the server listens.
+# CLIENT_AS=user runs the client as that user (setpriv).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -31,8 +31,10 @@ for _ in $(seq 1 200); do ss -ltn "sport = :$port" | grep -q LISTEN && break; sl
 if [ "$expect" = killed ]; then
     ( sleep "${KILL_AFTER:-2}"; kill -9 $srv ) &
 fi
+as=()
+[ -n "${CLIENT_AS:-}" ] && as=(setpriv --reuid="$CLIENT_AS" --regid="$(id -g "$CLIENT_AS")" --clear-groups)
 start=$(date +%s)
-env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${cli_env[@]}" \
+"${as[@]}" env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${cli_env[@]}" \
     timeout 60 "$BUILD/stream_check" send "$port" "$bytes" >"$tmp/cli.out" 2>"$tmp/cli.err"
 crc=$?
 took=$(($(date +%s) - start))

@@ -181,3 +181,75 @@ TEST_CASE("a peer that breaks the handshake after ACCEPT gets the connection res
     CHECK(errno == ECONNRESET);
     CHECK(server.phase() == Phase::failed);
 }
+
+// This machine has no RDMA device (nor does CI): the real device scan finds
+// nothing, and the RDMA half of the negotiation must fall back without a byte lost.
+TEST_CASE("a client offering rdma without a device sends no HELLO and stays on TCP") {
+    TcpPair p;
+    Config cfg, faulty;
+    faulty.fault = "rdma-no-device";  // also true without the fault on a machine without RDMA
+    Connection client(p.client, Role::client, false, faulty, kLibc);
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    client.set_offer(handshake::kOfferRdma);
+    exchange(client, server);
+    CHECK(client.phase() == Phase::plain);
+    CHECK(server.phase() == Phase::plain);
+    CHECK_THAT(client.stats_line(0, 0), Catch::Contains("reason=no RDMA: no RDMA device found"));
+    CHECK_THAT(server.stats_line(0, 0), Catch::Contains("reason=client does not speak the protocol"));
+}
+
+TEST_CASE("a client offering shm and rdma without a device still gets shm") {
+    TcpPair p;
+    Config cfg, faulty;
+    faulty.fault = "rdma-no-device";
+    Connection client(p.client, Role::client, false, faulty, kLibc);
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    client.set_offer(handshake::kOfferShm | handshake::kOfferRdma);
+    exchange(client, server);
+    CHECK(client.phase() == Phase::upgraded);
+    CHECK_THAT(client.stats_line(0, 0), Catch::Contains("transport=shm"));
+}
+
+TEST_CASE("a server without a device declines an rdma HELLO and the client's bytes follow on TCP") {
+    TcpPair p;
+    Config cfg;
+    cfg.fault = "rdma-no-device";
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    // A HELLO offering rdma, with well-formed parameters (from a device we do not have).
+    handshake::Message hello;
+    hello.type = handshake::Type::hello;
+    hello.offers = handshake::kOfferRdma;
+    hello.uid = 12345;
+    hello.ring_bytes = 1 << 16;
+    hello.rdma.assign(handshake::kRdmaBlobBytes, 0);
+    const uint8_t magic[4] = {'R', 'D', 'P', '1'};
+    std::memcpy(hello.rdma.data(), magic, 4);
+    hello.rdma[20] = 17;            // qpn
+    hello.rdma[28] = 3;             // mtu 1024
+    hello.rdma[44 + 2] = 1;         // ring_bytes 65536
+    auto bytes = handshake::encode(hello);
+    bytes.insert(bytes.end(), {'d', 'a', 't', 'a'});
+    REQUIRE(::send(p.client, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+    CHECK(recv_n(server, 4) == "data");
+    CHECK(server.phase() == Phase::plain);
+    CHECK_THAT(server.stats_line(0, 0), Catch::Contains("transport setup failed"));
+    uint8_t reply[64];
+    ssize_t n = ::recv(p.client, reply, sizeof reply, 0);
+    auto r = handshake::parse(reply, static_cast<size_t>(n));
+    REQUIRE(r.status == handshake::Parse::complete);
+    CHECK(r.message.type == handshake::Type::decline);
+    CHECK(r.message.reason == handshake::Reason::setup_failed);
+}
+
+TEST_CASE("a server that allows only rdma declines a shm-only HELLO") {
+    TcpPair p;
+    Config cfg, rdma_only;
+    rdma_only.transport = TransportChoice::rdma;
+    Connection client(p.client, Role::client, false, cfg, kLibc);
+    Connection server(p.server, Role::server, false, rdma_only, kLibc);
+    client.set_offer(handshake::kOfferShm);
+    exchange(client, server);
+    CHECK(client.phase() == Phase::plain);
+    CHECK(server.phase() == Phase::plain);
+    CHECK_THAT(client.stats_line(0, 0), Catch::Contains("no common transport"));
+}

@@ -32,7 +32,7 @@ BENCHES    := $(patsubst benchmarks/%.cpp,$(BUILD)/%,$(BENCH_SRC))
 LIB        := $(BUILD)/librdmasock.so
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: all test check test-unit test-asan asan bench demo clean
+.PHONY: all test check test-unit test-asan asan bench demo clean test-rdma
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -72,6 +72,11 @@ test-asan: asan
 # What CI runs (README's test command): everything, plain and sanitized.
 check: all asan
 	BUILD=$(BUILD) scripts/run-tests --asan
+
+# The RDMA tests (verbs, and the shim over rdma) inside a Soft-RoCE VM: one host,
+# then two hosts. Needs scripts/rdma-vm-setup (scripts/setup runs it).
+test-rdma: all
+	BUILD=$(BUILD) scripts/test-rdma
 
 bench: all
 	$(BUILD)/pingpong

@@ -488,10 +488,13 @@ int run_side(bool server, int listener) {
     if (!fs.empty()) die("sender: " + fs);
     if (!fr.empty()) die("receiver: " + fr);
     if (!s.t->flush(5000)) die("flush: " + s.t->error());
-    // Neither side tears its QP down before the other has everything.
+    // Neither side tears its QP down before the other has everything. On c[2],
+    // the idle baseline socket: a receiver still draining doorbells from c[0]
+    // could swallow the byte there.
     char fin = 'F';
-    send_all(s.c[0], &fin, 1);
-    for (char b = 0; b != 'F';) recv_all(s.c[0], &b, 1);  // skip late doorbells
+    send_all(s.c[2], &fin, 1);
+    recv_all(s.c[2], &fin, 1);
+    if (fin != 'F') die("expected the peer's F on the baseline socket");
 
     auto st = s.t->stats();
     const uint64_t arms = ks.arms + kr.arms;

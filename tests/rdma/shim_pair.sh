@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 LIB=$(readlink -f "$BUILD/librdmasock.so")
-expect=$1 bytes=$2
+expect=$1 bytes=$(numfmt --from=iec "$2") || exit 2
 shift 2
 srv_env=() cli_env=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do srv_env+=("$1"); shift; done
@@ -22,14 +22,15 @@ cli_env=("$@")
 addr=${STREAM_CHECK_ADDR:-${RDMA_VM_ADDR_B:-${RDMA_VM_ADDR:-127.0.0.1}}}
 port=$((30000 + RANDOM % 20000))
 tmp=$(mktemp -d /tmp/shim_pair.XXXXXX)
-trap 'kill -9 $srv 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'pkill -9 -f "stream_check serve $port"; rm -rf "$tmp"' EXIT
 
 env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${srv_env[@]}" \
     timeout 120 "$BUILD/stream_check" serve "$port" >"$tmp/srv.out" 2>"$tmp/srv.err" &
 srv=$!
 for _ in $(seq 1 200); do ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep 0.05; done
 if [ "$expect" = killed ]; then
-    ( sleep "${KILL_AFTER:-2}"; kill -9 $srv ) &
+    # The server process itself (not env/timeout in front of it).
+    ( sleep "${KILL_AFTER:-2}"; pkill -9 -f "stream_check serve $port" ) &
 fi
 as=()
 [ -n "${CLIENT_AS:-}" ] && as=(setpriv --reuid="$CLIENT_AS" --regid="$(id -g "$CLIENT_AS")" --clear-groups)

@@ -28,6 +28,10 @@ int64_t now_us() {
 
 inline void cpu_relax() { __builtin_ia32_pause(); }
 
+// How long a waiter watches the ring after the transport said "bytes in flight"
+// before asking the peer again (see wait_for).
+constexpr int64_t kInFlightSpinUs = 50;
+
 size_t iov_total(const iovec* iov, int n) {
     size_t t = 0;
     for (int i = 0; i < n; ++i) t += iov[i].iov_len;
@@ -684,8 +688,14 @@ Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_
         if (!may_sleep || ready()) {
             if (lk.owns_lock()) lk.unlock();
             disarm_side(reader);
-            if (ready()) return Wait::ready;
-            continue;  // progress is in flight: spin until it lands
+            // Progress is in flight (RDMA: posted, not landed yet). Re-arming costs
+            // a round trip to the peer, so watch the ring for a while first.
+            const int64_t until = now_us() + kInFlightSpinUs;
+            do {
+                if (ready()) return Wait::ready;
+                cpu_relax();
+            } while (now_us() < until);
+            continue;
         }
         int ms = -1;
         if (timeout_us > 0) {

@@ -8,7 +8,10 @@
 # server is SIGKILLed mid-transfer: the client must fail with an error, not hang,
 # within its 60 s bound). ENV entries are VAR=value. STREAM_CHECK_ADDR (default
 # $RDMA_VM_ADDR_B, else $RDMA_VM_ADDR) is where the server listens.
-# CLIENT_AS=user runs the client as that user (setpriv).
+# CLIENT_AS=user runs the client as that user (setpriv). SERVER_RUN / CLIENT_RUN
+# prefix each side's command (e.g. "ip netns exec hostB" in the two-namespace VM).
+read -r -a srv_run <<<"${SERVER_RUN:-}"
+read -r -a cli_run <<<"${CLIENT_RUN:-}"
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -24,10 +27,10 @@ port=$((30000 + RANDOM % 20000))
 tmp=$(mktemp -d /tmp/shim_pair.XXXXXX)
 trap 'pkill -9 -f "stream_check serve $port"; rm -rf "$tmp"' EXIT
 
-env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${srv_env[@]}" \
+"${srv_run[@]}" env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${srv_env[@]}" \
     timeout 120 "$BUILD/stream_check" serve "$port" >"$tmp/srv.out" 2>"$tmp/srv.err" &
 srv=$!
-for _ in $(seq 1 200); do ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep 0.05; done
+for _ in $(seq 1 200); do "${srv_run[@]}" ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep 0.05; done
 if [ "$expect" = killed ]; then
     # The server process itself (not env/timeout in front of it).
     ( sleep "${KILL_AFTER:-2}"; pkill -9 -f "stream_check serve $port" ) &
@@ -35,7 +38,7 @@ fi
 as=()
 [ -n "${CLIENT_AS:-}" ] && as=(setpriv --reuid="$CLIENT_AS" --regid="$(id -g "$CLIENT_AS")" --clear-groups)
 start=$(date +%s)
-"${as[@]}" env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${cli_env[@]}" \
+"${cli_run[@]}" "${as[@]}" env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${cli_env[@]}" \
     timeout 60 "$BUILD/stream_check" send "$port" "$bytes" >"$tmp/cli.out" 2>"$tmp/cli.err"
 crc=$?
 took=$(($(date +%s) - start))

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# RDMASOCK_TRANSPORT=rdma on a host without RDMA (this machine, CI): the real
+# device scan finds nothing, the client sends no HELLO, and the connection
+# carries every byte over TCP. The RDMA paths themselves run in the Soft-RoCE VM
+# (make test-rdma).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export STREAM_CHECK_ADDR=127.0.0.1
+R=RDMASOCK_TRANSPORT=rdma
+out=$(tests/rdma/shim_pair.sh tcp 8M $R -- $R)
+echo "$out"
+grep -q "reason=no RDMA" <<<"$out"
+# A server that wants rdma, a client that offers shm: declined, bytes intact.
+out=$(tests/rdma/shim_pair.sh tcp 8M $R --)
+echo "$out"
+grep -q "reason=no common transport" <<<"$out"
+echo "PASS: no device, no peer support: both stay on TCP with every byte"

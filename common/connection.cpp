@@ -375,7 +375,7 @@ bool Connection::progress_server_ready() {
     }
     consume(r.consumed);
     if (r.message.type == handshake::Type::abort) {
-        become_plain("client could not map the transport");
+        become_plain("client could not set up the transport");
         return true;
     }
     pending_->on_peer_ready();

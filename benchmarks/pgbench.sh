@@ -116,6 +116,7 @@ measure_once() {
     local key="$path,$script,$clients" outf rc=0 tps lat failed
     [[ "${STATUS[$key]:-}" == FAIL ]] && return 0
     outf="$WORK/$path-$script-c$clients-r$i.out"
+    progress "$path" "$script" "$clients"
     run_pgbench "$path" "$outf" "${sargs[@]+"${sargs[@]}"}" -c "$clients" -j "$jobs" \
         -T "$SECONDS_PER_RUN" "${EXTRA[@]+"${EXTRA[@]}"}" || rc=$?
     tps="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$outf" | head -n1)"
@@ -130,6 +131,17 @@ measure_once() {
     fi
     RES[$key]+="$tps $lat;"
     pg_msg "$(printf '%-5s %-6s c=%-2s run %d/%d: tps=%s lat=%s ms' "$path" "$script" "$clients" "$i" "$RUNS" "$tps" "$lat")"
+}
+
+label() { [[ "$1" == tpcb ]] && echo "tpcb" || echo "select-only"; }
+
+# progress on the terminal: "[k/N] path script c=..., about S s left"
+DONE_RUNS=0
+progress() { # path script clients
+    DONE_RUNS=$(( DONE_RUNS + 1 ))
+    local el=$(( $(date +%s) - t_bench )) left=""
+    (( DONE_RUNS > 1 )) && left=", about $(( el * (TOTAL_RUNS - DONE_RUNS + 1) / (DONE_RUNS - 1) )) s left"
+    pg_msg "[$DONE_RUNS/$TOTAL_RUNS] $1 $(label "$2") c=$3 for ${SECONDS_PER_RUN}s$left"
 }
 
 mark_fail() { # key [failed-count]
@@ -165,6 +177,10 @@ pg_psql_unix "$PG_DIR" "CHECKPOINT" >/dev/null
 # plain paths and another one for the shim path; which of the two goes first alternates, so that
 # slow drift of the machine does not masquerade as a difference between paths.
 plain_paths=(); for p in $PATHS; do [[ $p == shim ]] || plain_paths+=("$p"); done
+read -r -a _s <<<"$SCRIPTS"; read -r -a _c <<<"$CLIENTS"; read -r -a _p <<<"$PATHS"
+TOTAL_RUNS=$(( RUNS * ${#_s[@]} * ${#_c[@]} * ${#_p[@]} ))
+pg_msg "$TOTAL_RUNS measured runs of ${SECONDS_PER_RUN}s, plus server restarts and ${WARMUP}s warm-ups"
+t_bench=$(date +%s)
 cell=0
 for (( run = 1; run <= RUNS; run++ )); do
     for s in $SCRIPTS; do
@@ -211,7 +227,6 @@ ratio() { # tps base
 }
 fmt1() { if [[ -n "$1" ]]; then printf '%.1f' "$1"; else echo -; fi; }
 fmt2() { printf '%.2f' "$1"; }
-label() { [[ "$1" == tpcb ]] && echo "tpcb" || echo "select-only"; }
 
 CSV="$OUT/pgbench.csv"
 {
@@ -238,55 +253,26 @@ echo "csv: $CSV"
 # ------------------------------------------------------------------------------- plot
 PNG="$OUT/pgbench.png"
 if command -v gnuplot >/dev/null 2>&1; then
-    DAT="$WORK/plot.dat"
     read -r -a P <<<"$PATHS"
-    {
+    table() { # tps|ratio: one row per script/clients, one column per path (scripts/plot-bars)
+        printf 'case'; printf ',%s' "${P[@]}"; printf '\n'
+        local s c p v
         for s in $SCRIPTS; do for c in $CLIENTS; do
-            printf '"%s c=%s"' "$(label "$s")" "$c"
-            for p in "${P[@]}"; do v="${TPS[$p,$s,$c]}"; printf ' %s' "${v:--}"; done
+            printf '%s c=%s' "$(label "$s")" "$c"
+            for p in "${P[@]}"; do
+                if [[ $1 == tps ]]; then v="${TPS[$p,$s,$c]}"; else v="$(ratio "${TPS[$p,$s,$c]}" "${TPS[tcp,$s,$c]:-}")"; fi
+                printf ',%s' "${v:--}"
+            done
             printf '\n'
         done; done
-    } >"$DAT"
-    {
-        for s in $SCRIPTS; do for c in $CLIENTS; do
-            printf '"%s c=%s"' "$(label "$s")" "$c"
-            for p in "${P[@]}"; do v="$(ratio "${TPS[$p,$s,$c]}" "${TPS[tcp,$s,$c]:-}")"; printf ' %s' "${v:--}"; done
-            printf '\n'
-        done; done
-    } >"$WORK/ratio.dat"
-    plot_cmd() { # file
-        local i cmd=""
-        for (( i = 0; i < ${#P[@]}; i++ )); do
-            cmd+="${cmd:+, }'$1' using $(( i + 2 )):xtic(1) title '${P[$i]}'"
-        done
-        echo "$cmd"
     }
-    if gnuplot 2>"$WORK/gnuplot.err" <<EOF
-set terminal pngcairo size 1400,560 noenhanced font ',10'
-set output '$PNG'
-set datafile missing '-'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set key top right
-set grid ytics
-set offsets 0, 0, graph 0.12, 0
-set multiplot layout 1,2 title "pgbench: TCP loopback vs Unix socket vs librdmasock (scale $SCALE, ${SECONDS_PER_RUN}s/run, $(hostname), $(date +%F))"
-set title 'throughput'
-set ylabel 'transactions / s'
-set yrange [0:*]
-set xtics nomirror
-set xrange [-0.6:$(( $(wc -l <"$DAT") - 1 )).6]
-plot $(plot_cmd "$DAT")
-set title 'ratio to TCP (same script and clients)'
-set ylabel 'tps / tps(tcp)'
-plot $(plot_cmd "$WORK/ratio.dat"), 1 notitle with lines dt 2 lc rgb 'black'
-unset multiplot
-EOF
-    then
+    { printf '# title: throughput\n# ylabel: transactions / s\n# labels: %%.0f\n'; table tps; } >"$WORK/tps.csv"
+    { printf '# title: ratio to TCP (same script and clients)\n# ylabel: tps / tps(tcp)\n# hline: 1\n# labels: %%.2f\n'; table ratio; } >"$WORK/ratio.csv"
+    if "$ROOT/scripts/plot-bars" --title "pgbench: TCP loopback vs Unix socket vs librdmasock (scale $SCALE, ${SECONDS_PER_RUN}s/run, median of $RUNS, $NCPU CPUs, $(date +%F))" \
+            "$PNG" "$WORK/tps.csv" "$WORK/ratio.csv"; then
         echo "png: $PNG"
     else
-        pg_warn "gnuplot failed: $(cat "$WORK/gnuplot.err")"
+        pg_warn "no PNG written (scripts/plot-bars failed)"
     fi
 fi
 

@@ -9,7 +9,7 @@
 #   kill        SIGKILL to the script (a crash: no trap runs; the watchdog must clean up)
 #   kill-group  SIGKILL to the script and everything in its process group
 # After each: within 30 s the postmaster and all its children are gone, the cluster directory is
-# removed, and no watchdog is left.
+# removed, and no watchdog is left; for ctrl-c and term the script's own trap did the removal.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need setsid pgrep
 
@@ -53,6 +53,10 @@ scenario() { # NAME
     wait_for 10 no_children_of "$pm" || it_fail "[$name] children of postmaster $pm still running"
     wait_for 10 dir_gone "$dir" || it_fail "[$name] cluster directory $dir still exists"
     wait_for 10 no_watchdog_for "$dir" || it_fail "[$name] a watchdog for $dir is still running"
+    # a signal the script can catch is handled by its own trap (the watchdog logs nothing)
+    if [[ $name == ctrl-c || $name == term ]] && ! grep -q "removed $dir" "$IT_TMP/$name.log"; then
+        it_fail "[$name] the script's own trap did not remove $dir"
+    fi
     kill -KILL -- "-$holder" 2>/dev/null   # the sleeping CMD, orphaned when the holder was killed
     if (( ${#IT_FAILURES[@]} > nfail )); then it_show "$IT_TMP/$name.log"; else it_log "[$name] ok: nothing left behind"; fi
 }

@@ -32,7 +32,7 @@ BENCHES    := $(patsubst benchmarks/%.cpp,$(BUILD)/%,$(BENCH_SRC))
 LIB        := $(BUILD)/librdmasock.so
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: all test check test-unit test-asan asan bench demo clean test-rdma
+.PHONY: all test check test-unit test-asan asan bench demo clean test-rdma test-pg bench-pg
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -82,6 +82,14 @@ bench: all
 	$(BUILD)/pingpong
 
 demo: bench
+
+# PostgreSQL end to end (docs/postgres.md): pgbench -c 4 -t 200 with the shim on server and client,
+# TPC-B invariant; and the pgbench benchmark over TCP, the Unix socket and the shim.
+test-pg: $(LIB)
+	BUILD=$(BUILD) tests/integration/pgbench_invariant.sh
+
+bench-pg: $(LIB)
+	SHIM=$(BUILD)/librdmasock.so benchmarks/pgbench.sh
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -7,6 +7,8 @@
 #   unix  client -> Unix socket, plain postmaster
 #   shim  client -> 127.0.0.1:PORT with LD_PRELOAD=$SHIM on pgbench AND on the postmaster (the
 #         server is restarted with the preload for this phase; same data dir)
+#   shim-spin0  (optional) the same with RDMASOCK_SPIN_US=0 on both sides: no spinning, every
+#         wait sleeps in the kernel at once (shows what spinning costs on a small machine)
 # Each (script, clients) cell gets a fresh postmaster (pg_prewarm'ed, plus a short select-only
 # warm-up) for the plain paths and another one for the shim path, alternating which goes first.
 # Prints path, script, clients, tps, average latency and the ratio to the TCP row of the same
@@ -19,7 +21,7 @@
 #   PG_SHARED_BUFFERS=512MB    server shared_buffers (the whole scale-10 data set fits)
 #   PGBENCH_CLIENTS="1 8"      client counts; threads -j = min(clients, number of CPUs)
 #   PGBENCH_SCRIPTS="tpcb select"
-#   PGBENCH_PATHS="tcp unix shim"
+#   PGBENCH_PATHS="tcp unix shim"   any of tcp unix shim shim-spin0
 #   PGBENCH_RUNS=1             runs per row (interleaved rounds); reports the median tps and the latency of that run
 #   PGBENCH_WARMUP=2           seconds of select-only warm-up after every server start (0: none)
 #   PGBENCH_ARGS=              extra pgbench arguments for every measured run (e.g. "-M prepared")
@@ -55,16 +57,18 @@ done
 [[ "$SECONDS_PER_RUN" -ge 1 && "$RUNS" -ge 1 && "$SCALE" -ge 1 ]] || pg_die "PGBENCH_SECONDS, PGBENCH_RUNS and PGBENCH_SCALE must be >= 1"
 for s in $SCRIPTS; do [[ "$s" == tpcb || "$s" == select ]] || pg_die "unknown script '$s' (tpcb, select)"; done
 for c in $CLIENTS; do [[ "$c" =~ ^[1-9][0-9]*$ ]] || pg_die "bad client count '$c'"; done
-for p in $PATHS; do [[ "$p" == tcp || "$p" == unix || "$p" == shim ]] || pg_die "unknown path '$p' (tcp, unix, shim)"; done
+for p in $PATHS; do [[ "$p" =~ ^(tcp|unix|shim|shim-spin0)$ ]] || pg_die "unknown path '$p' (tcp, unix, shim, shim-spin0)"; done
 
 want_path() { [[ " $PATHS " == *" $1 "* ]]; }
+is_shim() { [[ "$1" == shim* ]]; }
+shim_paths() { local p; for p in $PATHS; do is_shim "$p" && printf '%s ' "$p"; done; }
 
-if want_path shim; then
+if [[ -n "$(shim_paths)" ]]; then
     if [[ -f "$SHIM" ]]; then
         SHIM="$(readlink -f "$SHIM")"
     else
         pg_msg "SKIP shim rows: shim library '$SHIM' not found (build it, or set SHIM=/path/to/librdmasock.so)"
-        PATHS="$(for p in $PATHS; do [[ $p == shim ]] || printf '%s ' "$p"; done)"
+        PATHS="$(for p in $PATHS; do is_shim "$p" || printf '%s ' "$p"; done)"
     fi
 fi
 command -v gnuplot >/dev/null 2>&1 || pg_warn "gnuplot not found: no PNG will be written (apt-get install gnuplot-nox)"
@@ -77,7 +81,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/pgbench-sh.XXXXXX")"
 pg_on_exit "rm -rf $(printf '%q' "$WORK")"
 chmod 0755 "$WORK"
 # the clients run as the cluster owner when we are root: give them a copy they can read if needed
-want_path shim && SHIM="$(pg_owner_readable_lib "$SHIM" "$PG_DIR")"
+[[ -n "$(shim_paths)" ]] && SHIM="$(pg_owner_readable_lib "$SHIM" "$PG_DIR")"
 pg_init_pgbench "$PG_DIR" "$SCALE"
 
 declare -A TPS LAT FAILED STATUS
@@ -97,6 +101,7 @@ run_pgbench() {
         tcp)  conn=(-h 127.0.0.1) ;;
         unix) conn=(-h "$PG_DIR") ;;
         shim) conn=(-h 127.0.0.1); envp=(env "LD_PRELOAD=$SHIM") ;;
+        shim-spin0) conn=(-h 127.0.0.1); envp=(env "LD_PRELOAD=$SHIM" RDMASOCK_SPIN_US=0) ;;
     esac
     local rc=0
     # a hung run is killed instead of hanging the whole benchmark
@@ -116,6 +121,7 @@ measure_once() {
     local key="$path,$script,$clients" outf rc=0 tps lat failed
     [[ "${STATUS[$key]:-}" == FAIL ]] && return 0
     outf="$WORK/$path-$script-c$clients-r$i.out"
+    progress "$path" "$script" "$clients"
     run_pgbench "$path" "$outf" "${sargs[@]+"${sargs[@]}"}" -c "$clients" -j "$jobs" \
         -T "$SECONDS_PER_RUN" "${EXTRA[@]+"${EXTRA[@]}"}" || rc=$?
     tps="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$outf" | head -n1)"
@@ -129,7 +135,18 @@ measure_once() {
         return 0
     fi
     RES[$key]+="$tps $lat;"
-    pg_msg "$(printf '%-5s %-6s c=%-2s run %d/%d: tps=%s lat=%s ms' "$path" "$script" "$clients" "$i" "$RUNS" "$tps" "$lat")"
+    pg_msg "$(printf '%-10s %-6s c=%-2s run %d/%d: tps=%s lat=%s ms' "$path" "$script" "$clients" "$i" "$RUNS" "$tps" "$lat")"
+}
+
+label() { [[ "$1" == tpcb ]] && echo "tpcb" || echo "select-only"; }
+
+# progress on the terminal: "[k/N] path script c=..., about S s left"
+DONE_RUNS=0
+progress() { # path script clients
+    DONE_RUNS=$(( DONE_RUNS + 1 ))
+    local el=$(( $(date +%s) - t_bench )) left=""
+    (( DONE_RUNS > 1 )) && left=", about $(( el * (TOTAL_RUNS - DONE_RUNS + 1) / (DONE_RUNS - 1) )) s left"
+    pg_msg "[$DONE_RUNS/$TOTAL_RUNS] $1 $(label "$2") c=$3 for ${SECONDS_PER_RUN}s$left"
 }
 
 mark_fail() { # key [failed-count]
@@ -146,12 +163,16 @@ stop_server() {
         SHIM_LOG_FROM=""
     fi
 }
-server_mode() {
+server_mode() { # plain|shim|shim-spin0
     stop_server
-    if [[ "$1" == shim ]]; then
+    if is_shim "$1"; then
         SHIM_LOG_FROM=$(( $(wc -l <"$PG_LOG") + 1 ))
-        pg_cluster_start "$PG_DIR" "$PG_PORT" --preload "$SHIM" || {
-            pg_warn "the postmaster did not start with LD_PRELOAD=$SHIM"; return 1; }
+        # pg_cluster_start hands every exported RDMASOCK_* variable to the postmaster
+        if [[ "$1" == shim-spin0 ]]; then
+            RDMASOCK_SPIN_US=0 pg_cluster_start "$PG_DIR" "$PG_PORT" --preload "$SHIM"
+        else
+            pg_cluster_start "$PG_DIR" "$PG_PORT" --preload "$SHIM"
+        fi || { pg_warn "the postmaster did not start with LD_PRELOAD=$SHIM"; return 1; }
     else
         pg_cluster_start "$PG_DIR" "$PG_PORT" || pg_die "cannot start the plain server"
     fi
@@ -164,23 +185,30 @@ pg_psql_unix "$PG_DIR" "CHECKPOINT" >/dev/null
 # Every (script, clients) cell gets a freshly started, prewarmed and warmed-up postmaster for the
 # plain paths and another one for the shim path; which of the two goes first alternates, so that
 # slow drift of the machine does not masquerade as a difference between paths.
-plain_paths=(); for p in $PATHS; do [[ $p == shim ]] || plain_paths+=("$p"); done
+plain_paths=(); for p in $PATHS; do is_shim "$p" || plain_paths+=("$p"); done
+read -r -a _s <<<"$SCRIPTS"; read -r -a _c <<<"$CLIENTS"; read -r -a _p <<<"$PATHS"
+TOTAL_RUNS=$(( RUNS * ${#_s[@]} * ${#_c[@]} * ${#_p[@]} ))
+pg_msg "$TOTAL_RUNS measured runs of ${SECONDS_PER_RUN}s, plus server restarts and ${WARMUP}s warm-ups"
+t_bench=$(date +%s)
 cell=0
 for (( run = 1; run <= RUNS; run++ )); do
     for s in $SCRIPTS; do
         for c in $CLIENTS; do
             modes=()
             [[ ${#plain_paths[@]} -gt 0 ]] && modes+=(plain)
-            want_path shim && modes+=(shim)
-            if (( cell % 2 == 1 && ${#modes[@]} == 2 )); then modes=(shim plain); fi
+            read -r -a sp <<<"$(shim_paths)"; modes+=("${sp[@]+"${sp[@]}"}")
+            # rotate the order by one per cell
+            if (( ${#modes[@]} > 1 )); then
+                k=$(( cell % ${#modes[@]} )); modes=("${modes[@]:k}" "${modes[@]:0:k}")
+            fi
             cell=$(( cell + 1 ))
             for m in "${modes[@]}"; do
-                if [[ $m == shim ]]; then
-                    if server_mode shim; then
-                        warmup shim
-                        measure_once shim "$s" "$c" "$run"
+                if is_shim "$m"; then
+                    if server_mode "$m"; then
+                        warmup "$m"
+                        measure_once "$m" "$s" "$c" "$run"
                     else
-                        mark_fail "shim,$s,$c"
+                        mark_fail "$m,$s,$c"
                     fi
                 else
                     server_mode plain
@@ -211,7 +239,6 @@ ratio() { # tps base
 }
 fmt1() { if [[ -n "$1" ]]; then printf '%.1f' "$1"; else echo -; fi; }
 fmt2() { printf '%.2f' "$1"; }
-label() { [[ "$1" == tpcb ]] && echo "tpcb" || echo "select-only"; }
 
 CSV="$OUT/pgbench.csv"
 {
@@ -224,69 +251,40 @@ CSV="$OUT/pgbench.csv"
 
 echo
 echo "pgbench: scale $SCALE, ${SECONDS_PER_RUN}s per run, median of $RUNS, $NCPU CPUs, $(date -Is)"
-printf '%-5s  %-11s  %7s  %12s  %12s  %8s  %s\n' path script clients tps "latency ms" "vs tcp" status
+printf '%-10s  %-11s  %7s  %12s  %12s  %8s  %s\n' path script clients tps "latency ms" "vs tcp" status
 for s in $SCRIPTS; do for c in $CLIENTS; do for p in $PATHS; do
     k="$p,$s,$c"
     r="$(ratio "${TPS[$k]}" "${TPS[tcp,$s,$c]:-}")"
-    printf '%-5s  %-11s  %7s  %12s  %12s  %8s  %s\n' "$p" "$(label "$s")" "$c" \
+    printf '%-10s  %-11s  %7s  %12s  %12s  %8s  %s\n' "$p" "$(label "$s")" "$c" \
         "$(fmt1 "${TPS[$k]}")" "${LAT[$k]:--}" "${r:+$(fmt2 "$r")x}" "${STATUS[$k]}"
 done; done; done
-[[ " $PATHS " == *" shim "* ]] || echo "(shim rows skipped: $SHIM not found)"
+[[ -n "$(shim_paths)" ]] || echo "(no shim rows: none asked for, or $SHIM not found)"
 [[ -n "$TRANSPORTS" ]] && echo "shim transports reported by the server (RDMASOCK_STATS): $TRANSPORTS"
 echo "csv: $CSV"
 
 # ------------------------------------------------------------------------------- plot
 PNG="$OUT/pgbench.png"
 if command -v gnuplot >/dev/null 2>&1; then
-    DAT="$WORK/plot.dat"
     read -r -a P <<<"$PATHS"
-    {
+    table() { # tps|ratio: one row per script/clients, one column per path (scripts/plot-bars)
+        printf 'case'; printf ',%s' "${P[@]}"; printf '\n'
+        local s c p v
         for s in $SCRIPTS; do for c in $CLIENTS; do
-            printf '"%s c=%s"' "$(label "$s")" "$c"
-            for p in "${P[@]}"; do v="${TPS[$p,$s,$c]}"; printf ' %s' "${v:--}"; done
+            printf '%s c=%s' "$(label "$s")" "$c"
+            for p in "${P[@]}"; do
+                if [[ $1 == tps ]]; then v="${TPS[$p,$s,$c]}"; else v="$(ratio "${TPS[$p,$s,$c]}" "${TPS[tcp,$s,$c]:-}")"; fi
+                printf ',%s' "${v:--}"
+            done
             printf '\n'
         done; done
-    } >"$DAT"
-    {
-        for s in $SCRIPTS; do for c in $CLIENTS; do
-            printf '"%s c=%s"' "$(label "$s")" "$c"
-            for p in "${P[@]}"; do v="$(ratio "${TPS[$p,$s,$c]}" "${TPS[tcp,$s,$c]:-}")"; printf ' %s' "${v:--}"; done
-            printf '\n'
-        done; done
-    } >"$WORK/ratio.dat"
-    plot_cmd() { # file
-        local i cmd=""
-        for (( i = 0; i < ${#P[@]}; i++ )); do
-            cmd+="${cmd:+, }'$1' using $(( i + 2 )):xtic(1) title '${P[$i]}'"
-        done
-        echo "$cmd"
     }
-    if gnuplot 2>"$WORK/gnuplot.err" <<EOF
-set terminal pngcairo size 1400,560 noenhanced font ',10'
-set output '$PNG'
-set datafile missing '-'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set key top right
-set grid ytics
-set offsets 0, 0, graph 0.12, 0
-set multiplot layout 1,2 title "pgbench: TCP loopback vs Unix socket vs librdmasock (scale $SCALE, ${SECONDS_PER_RUN}s/run, $(hostname), $(date +%F))"
-set title 'throughput'
-set ylabel 'transactions / s'
-set yrange [0:*]
-set xtics nomirror
-set xrange [-0.6:$(( $(wc -l <"$DAT") - 1 )).6]
-plot $(plot_cmd "$DAT")
-set title 'ratio to TCP (same script and clients)'
-set ylabel 'tps / tps(tcp)'
-plot $(plot_cmd "$WORK/ratio.dat"), 1 notitle with lines dt 2 lc rgb 'black'
-unset multiplot
-EOF
-    then
+    { printf '# title: throughput\n# ylabel: transactions / s\n# labels: %%.0f\n'; table tps; } >"$WORK/tps.csv"
+    { printf '# title: ratio to TCP (same script and clients)\n# ylabel: tps / tps(tcp)\n# hline: 1\n# labels: %%.2f\n'; table ratio; } >"$WORK/ratio.csv"
+    if "$ROOT/scripts/plot-bars" --title "pgbench: TCP loopback vs Unix socket vs librdmasock (scale $SCALE, ${SECONDS_PER_RUN}s/run, median of $RUNS, $NCPU CPUs, $(date +%F))" \
+            "$PNG" "$WORK/tps.csv" "$WORK/ratio.csv"; then
         echo "png: $PNG"
     else
-        pg_warn "gnuplot failed: $(cat "$WORK/gnuplot.err")"
+        pg_warn "no PNG written (scripts/plot-bars failed)"
     fi
 fi
 

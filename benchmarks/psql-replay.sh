@@ -6,10 +6,11 @@
 # per-round-trip cost of each path with a single, strictly sequential connection.
 #
 # The SQL (REPLAY_TRANSACTIONS transactions of pgbench's TPC-B script, 7 statements each) comes from
-#   REPLAY_SOURCE=generate  (default) generated here, deterministically from REPLAY_SEED, with the
-#                           exact statement text pgbench sends;
-#   REPLAY_SOURCE=log       the original write-up's way: the server runs with log_statement=all,
-#                           `pgbench -n -t N` runs once, and its statements are cut out of the log;
+#   REPLAY_SOURCE=log       (default) the original write-up's way: the server runs with
+#                           log_statement=all, `pgbench -n -t N` runs once (plain, over the Unix
+#                           socket), and its statements are cut out of the server log;
+#   REPLAY_SOURCE=generate  generated here, deterministically from REPLAY_SEED, with the exact
+#                           statement text pgbench sends (no logging run);
 #   REPLAY_SQL=FILE         an existing SQL file (REPLAY_TRANSACTIONS is then only used for tps).
 #
 # Paths: tcp (127.0.0.1), unix (socket), shim (127.0.0.1 with LD_PRELOAD=$SHIM on psql and on the
@@ -37,7 +38,7 @@ NTX="${REPLAY_TRANSACTIONS:-5000}"
 SCALE="${REPLAY_SCALE:-1}"
 SEED="${REPLAY_SEED:-42}"
 RUNS="${REPLAY_RUNS:-3}"
-SOURCE="${REPLAY_SOURCE:-generate}"
+SOURCE="${REPLAY_SOURCE:-log}"
 PATHS="${REPLAY_PATHS:-tcp unix shim}"
 OUT="${REPLAY_OUT:-$ROOT/benchmarks/results}"
 

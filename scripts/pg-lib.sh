@@ -112,7 +112,8 @@ pg_port_in_use() {
 pg_pick_port() {
     local i port
     for i in $(seq 1 200); do
-        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        # below Linux's ephemeral range (32768..60999), where outgoing connections take ports
+        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12768 ))
         if ! pg_port_in_use "$port"; then echo "$port"; return 0; fi
     done
     pg_die "no free TCP port found"
@@ -420,6 +421,37 @@ _pg_install_trap() {
     _PG_TRAP_SET=1
 }
 
+# ---------------------------------------------------------------------------------------------
+# watchdog: the exit trap cannot run when the script is killed with SIGKILL (or its whole process
+# group is), and pg_ctl detaches the postmaster into its own session, so the server would outlive
+# the script.  A watchdog in a session of its own waits for the script to disappear and then
+# destroys the cluster; it ignores INT/TERM/HUP and leaves by itself once the directory is gone.
+_PG_LIB_PATH="$(readlink -f "${BASH_SOURCE[0]}")"
+
+_pg_start_watchdog() { # DIR
+    setsid "$BASH" -c '. "$1" && _pg_watchdog_main "$2" "$3"' pg-watchdog "$_PG_LIB_PATH" "$$" "$1" \
+        </dev/null >/dev/null 2>&1 &
+}
+
+_pg_watchdog_main() { # PARENT_PID DIR
+    local parent="$1" dir="$2"
+    trap '' INT TERM HUP
+    set +e
+    while [[ -d "$dir" ]]; do
+        if ! _pg_alive "$parent"; then
+            # a pg_ctl start still running for DIR would bring up a postmaster after the cleanup
+            local i
+            for (( i = 0; i < PG_START_TIMEOUT * 2; i++ )); do
+                pgrep -f "pg_ctl start -D $dir " >/dev/null 2>&1 || break
+                sleep 0.5
+            done
+            pg_cluster_destroy "$dir" >/dev/null 2>&1
+            return 0
+        fi
+        sleep 0.5
+    done
+}
+
 # pg_throwaway_start [--preload LIB] [--conf 'k = v']...  -> PG_DIR PG_PORT PG_LOG
 # shellcheck disable=SC2120  # arguments are optional
 pg_throwaway_start() {
@@ -428,6 +460,7 @@ pg_throwaway_start() {
     _pg_install_trap
     dir="$(mktemp -d "$base/pgtmp.XXXXXX")"
     pg_on_exit "pg_cluster_destroy $(printf '%q' "$dir")"
+    _pg_start_watchdog "$dir"
     local rc
     for _ in 1 2 3 4 5; do
         port="$(pg_pick_port)"

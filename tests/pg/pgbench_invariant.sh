@@ -13,12 +13,16 @@
 #     with 800 history rows (queried over the Unix socket with a plain psql, and, when shimmed,
 #     again over the shimmed TCP path: both answers must agree);
 #   - no backend died (no "terminated by signal", no PANIC in the server log);
-#   - with --expect-transport T: the server log (postmaster/backend stderr) holds at least 4 lines
-#     containing "transport=T" (one per pgbench client connection, printed by the shim at close).
+#   - with a shim: no "rdmasock[PID]: error/warn" line from the server or pgbench;
+#   - with --expect-transport T: every connection of the measured pgbench run (>= 4 client stats
+#     lines, printed by the shim at close) reports transport=T, and for each one a backend's stats
+#     line in the server log (postmaster/backend stderr) reports transport=T with the mirrored byte
+#     counts (backend rx = client tx, backend tx = client rx).
 # Exit status 0 = PASS; 1 = a check failed (the message says which); 2 = usage error.
 # As root, the clients run as the cluster owner (postgres) like the server, because the shim upgrades
 # only same-user connections (PG_CLIENT_AS_OWNER=0 runs them as root: expect transport=tcp then).
-# PG_KEEP=1 keeps the cluster directory for inspection.
+# PG_KEEP=1 keeps the cluster directory for inspection.  PGI_CLIENTS (4) and PGI_TRANSACTIONS (200 per
+# client) shrink the run, e.g. inside the slow RDMA test VM.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
@@ -43,7 +47,10 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -z "$EXPECT" || "$EXPECT" =~ ^(tcp|shm|rdma)$ ]] || { echo "--expect-transport must be tcp, shm or rdma" >&2; exit 2; }
 
-CLIENTS=4; THREADS=2; TX_PER_CLIENT=200; TOTAL=$(( CLIENTS * TX_PER_CLIENT ))
+CLIENTS="${PGI_CLIENTS:-4}"; TX_PER_CLIENT="${PGI_TRANSACTIONS:-200}"
+[[ "$CLIENTS" =~ ^[1-9][0-9]*$ && "$TX_PER_CLIENT" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "PGI_CLIENTS and PGI_TRANSACTIONS must be positive integers" >&2; exit 2; }
+THREADS=$(( CLIENTS < 2 ? CLIENTS : 2 )); TOTAL=$(( CLIENTS * TX_PER_CLIENT ))
 
 FAILURES=()
 fail() { FAILURES+=("$*"); printf '[%s] FAIL: %s\n' "$PG_LOG_TAG" "$*" >&2; }
@@ -158,13 +165,36 @@ count_transports() { # FILE... -> "shm x5, tcp x1" or "none"
     echo "${s:-none}"
 }
 pg_msg "transport= lines: server log: $(count_transports "$PG_LOG"); pgbench clients: $(count_transports "$WORK/init.out" "$WORK/run.out")"
+if [[ -n "$SHIM" ]]; then
+    bad="$(grep -E 'rdmasock\[[0-9]+\]: (error|warn)' "$PG_LOG" "$WORK/init.out" "$WORK/run.out" | head -n 3 || true)"
+    [[ -z "$bad" ]] || fail "the shim reported problems: $bad"
+fi
 if [[ -n "$EXPECT" ]]; then
-    n="$(grep -c "transport=$EXPECT\b" "$PG_LOG" || true)"
-    if [[ "$n" -lt "$CLIENTS" ]]; then
+    # every connection of the measured pgbench run (its initial connection plus one per client) is
+    # on transport T at the client, and a backend reports T with the same byte counts, mirrored:
+    # what the client sent, the backend received
+    grep -E 'rdmasock\[[0-9]+\]: stats .*role=client ' "$WORK/run.out" >"$WORK/run.stats" || true
+    grep -E 'rdmasock\[[0-9]+\]: stats .*role=server ' "$PG_LOG" >"$WORK/server.stats" || true
+    nclient="$(grep -c . "$WORK/run.stats" || true)"
+    [[ "$nclient" -ge "$CLIENTS" ]] ||
+        fail "pgbench printed $nclient client stats lines, expected at least $CLIENTS (RDMASOCK_STATS=1 was set)"
+    matched=0
+    while read -r line; do
+        tx="$(sed -n 's/.* tx_bytes=\([0-9]*\).*/\1/p' <<<"$line")"
+        rx="$(sed -n 's/.* rx_bytes=\([0-9]*\).*/\1/p' <<<"$line")"
+        if [[ "$line" != *" transport=$EXPECT "* ]]; then
+            fail "a pgbench connection is not on $EXPECT: $line"
+        elif ! grep -q " transport=$EXPECT tx_bytes=$rx rx_bytes=$tx\b" "$WORK/server.stats"; then
+            fail "no backend reports transport=$EXPECT with tx_bytes=$rx rx_bytes=$tx for the pgbench connection: $line"
+        else
+            matched=$(( matched + 1 ))
+        fi
+    done <"$WORK/run.stats"
+    if [[ "$matched" -lt "$CLIENTS" ]]; then
         reasons="$(grep -o 'reason=.*' "$PG_LOG" | sort | uniq -c | sort -rn | head -n 3 | sed 's/^ *//' | paste -sd';' - || true)"
-        fail "expected at least $CLIENTS lines with transport=$EXPECT in the server log, found $n (RDMASOCK_STATS=1 was set)${reasons:+; shim reasons: $reasons}"
+        fail "only $matched pgbench connections matched a backend on transport=$EXPECT, expected at least $CLIENTS${reasons:+; shim reasons: $reasons}"
     else
-        pg_msg "found $n server-side connections with transport=$EXPECT"
+        pg_msg "$matched pgbench connections on transport=$EXPECT at both ends, byte counts agree with their backends'"
     fi
 fi
 

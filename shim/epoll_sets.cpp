@@ -179,6 +179,8 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     return 0;
 }
 
+bool epoll_emulated(int epfd) { return find_set(epfd, false) != nullptr; }
+
 int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask) {
     auto set = find_set(epfd, false);
     auto kernel_wait = [&](epoll_event* k, int nk, int ms) {

@@ -81,6 +81,15 @@ std::string epoll_once(int ep, int timeout) {
     return b;
 }
 
+std::string pwait2_once(int ep, const timespec* ts) {
+    epoll_event ev[4];
+    int n = epoll_pwait2(ep, ev, 4, ts, nullptr);
+    char b[96];
+    snprintf(b, sizeof b, "n=%d events=0x%x data=%llu errno=%s", n, n > 0 ? ev[0].events : 0,
+             n > 0 ? static_cast<unsigned long long>(ev[0].data.u64) : 0ull, n < 0 ? strerrorname_np(errno) : "-");
+    return b;
+}
+
 std::string drain(int fd) {
     char buf[512];
     ssize_t total = 0, n;
@@ -191,6 +200,28 @@ int main() {
     wait(nullptr);
     out("drain", drain(s));
 
+    // epoll_pwait2: nanosecond timeouts, validated before anything else.
+    timespec zero{0, 0}, sub_ms{0, 500000}, bad{0, 1000000000L}, two_s{2, 0};
+    out("pwait2 zero empty", pwait2_once(ep, &zero));
+    t0 = std::chrono::steady_clock::now();
+    r = pwait2_once(ep, &sub_ms);
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    out("pwait2 500us empty", r + (us >= 450 ? " waited" : " EARLY"));
+    out("pwait2 bad timespec", pwait2_once(ep, &bad));
+    tell('w', 6);
+    out("pwait2 data", pwait2_once(ep, &sub_ms));
+    out("drain", drain(s));
+    if (fork() == 0) {
+        usleep(50000);
+        char m[2] = {'w', 9};
+        if (write(g_cmd, m, 2) < 0) _exit(1);
+        _exit(0);
+    }
+    out("pwait2 blocking wakes", pwait2_once(ep, &two_s));
+    if (read(g_ack, &k, 1) != 1) return 3;
+    wait(nullptr);
+    out("drain", drain(s));
+
     // Two sets watching one socket, and a pipe mixed in.
     int ep2 = epoll_create1(0);
     ev.data.u64 = 7;
@@ -230,6 +261,9 @@ int main() {
     epoll_event evs[2];
     rc = epoll_wait(ep, evs, 2, 5000);
     out("epoll EINTR", "rc=" + std::to_string(rc) + " errno=" + (rc < 0 ? strerrorname_np(errno) : "-"));
+    setitimer(ITIMER_REAL, &it, nullptr);
+    timespec five_s{5, 0};
+    out("pwait2 EINTR", pwait2_once(ep, &five_s));
 
     // Half close: EOF after the data, EPOLLRDHUP, and our direction still works.
     ev.events = EPOLLIN | EPOLLRDHUP;

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +43,15 @@ int g_cmd = -1, g_ack = -1;  // pipes to and from the peer process
             char buf[256];
             memset(buf, 'a', n);
             if (send(c, buf, n, 0) != n) _exit(4);
+        } else if (op == 'r') {  // read back exactly the count that follows
+            uint32_t want = 0;
+            if (read(cmd, &want, sizeof want) != sizeof want) break;
+            static char sink[65536];
+            for (uint32_t got = 0; got < want;) {
+                ssize_t n = recv(c, sink, std::min<uint32_t>(sizeof sink, want - got), 0);
+                if (n <= 0) _exit(7);
+                got += static_cast<uint32_t>(n);
+            }
         } else if (op == 's') {
             shutdown(c, SHUT_WR);
         } else if (op == 'c') {
@@ -185,6 +195,21 @@ int main() {
     epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
     out("epoll OUT", epoll_once(ep, 0));
 
+    // Edge-triggered EPOLLOUT: a send that hits a full buffer makes freed space a new edge.
+    ev.events = EPOLLOUT | EPOLLET;
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    out("epoll ET OUT", epoll_once(ep, 0));
+    out("epoll ET OUT no edge", epoll_once(ep, 0));
+    static char fill[65536];
+    uint32_t filled = 0;
+    for (ssize_t n; (n = send(s, fill, sizeof fill, MSG_DONTWAIT | MSG_NOSIGNAL)) > 0;) filled += static_cast<uint32_t>(n);
+    out("fill until", errno == EAGAIN ? "EAGAIN" : strerrorname_np(errno));
+    out("epoll ET OUT full", epoll_once(ep, 0));
+    char rd[1 + sizeof filled] = {'r'};
+    memcpy(rd + 1, &filled, sizeof filled);
+    if (write(g_cmd, rd, sizeof rd) != sizeof rd || read(g_ack, &x, 1) != 1) return 3;
+    out("epoll ET OUT drained", epoll_once(ep, 2000));
+
     // Blocking waits that data ends: the peer writes while we sleep.
     ev.events = EPOLLIN;
     epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
@@ -209,7 +234,7 @@ int main() {
     out("pwait2 500us empty", r + (us >= 450 ? " waited" : " EARLY"));
     out("pwait2 bad timespec", pwait2_once(ep, &bad));
     tell('w', 6);
-    out("pwait2 data", pwait2_once(ep, &sub_ms));
+    out("pwait2 data", pwait2_once(ep, &two_s));
     out("drain", drain(s));
     if (fork() == 0) {
         usleep(50000);

@@ -32,7 +32,7 @@ BENCHES    := $(patsubst benchmarks/%.cpp,$(BUILD)/%,$(BENCH_SRC))
 LIB        := $(BUILD)/librdmasock.so
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: all test check test-unit test-asan asan bench demo clean
+.PHONY: all test check test-unit test-asan asan bench demo stress clean
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -72,6 +72,10 @@ test-asan: asan
 # What CI runs (README's test command): everything, plain and sanitized.
 check: all asan
 	BUILD=$(BUILD) scripts/run-tests --asan
+
+# The sleep/wake race at 25x the CI volume (millions of kernel sleeps; ~15 min on 2 cores).
+stress: all
+	BUILD=$(BUILD) STRESS_SCALE=$${STRESS_SCALE:-25} bash tests/integration/wake_stress.sh
 
 bench: all
 	$(BUILD)/pingpong

@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -55,6 +56,7 @@ enum class WaitKind { poll, select, epoll, epoll_et, blocking };
 struct Side {
     const char* role;
     bool client;
+    bool echo;  // shape: echo rounds (else both ways at once)
     int fd;
     uint64_t total;
     uint64_t tx_salt, rx_salt;
@@ -65,7 +67,17 @@ struct Side {
     std::atomic<uint64_t> waits{0}, timeouts{0};
     std::atomic<int64_t> worst_overrun_us{0};
     std::atomic<bool> done{false};
+    std::atomic<uint64_t> sleeps{0};  // voluntary context switches of the I/O threads
 };
+
+std::atomic<uint64_t> g_naps{0};  // pauses that slept (each a context switch of its own)
+
+// Adds the calling thread's voluntary context switches (its kernel sleeps) to the side.
+void count_sleeps(Side& s) {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    s.sleeps.fetch_add(static_cast<uint64_t>(ru.ru_nvcsw));
+}
 
 [[noreturn]] void fail(Side& s, const char* what) {
     int avail = -1;
@@ -82,13 +94,15 @@ void progress(Side& s) { s.last_progress.store(now_us(), std::memory_order_relax
 // longer sleep, so the peer's waits end sometimes spinning, sometimes asleep.
 void random_pause(unsigned& seed) {
     unsigned r = rand_r(&seed) % 1000;
-    if (r < 600) return;
-    if (r < 850) {
+    if (r < 700) return;
+    if (r < 900) {
         int64_t end = now_us() + rand_r(&seed) % 20;
         while (now_us() < end) {}
-    } else if (r < 995) {
+    } else if (r < 999) {
+        g_naps.fetch_add(1, std::memory_order_relaxed);
         usleep(rand_r(&seed) % 100);
     } else {
+        g_naps.fetch_add(1, std::memory_order_relaxed);
         usleep(500 + rand_r(&seed) % 2500);
     }
 }
@@ -191,7 +205,7 @@ private:
 
     int wait_epoll(bool r, bool w, int64_t timeout) {
         if (s_.kind == WaitKind::epoll) {  // level-triggered: interest follows what we want
-            uint32_t want = (r ? EPOLLIN : 0) | (w ? EPOLLOUT : 0);
+            uint32_t want = (r ? uint32_t{EPOLLIN} : 0u) | (w ? uint32_t{EPOLLOUT} : 0u);
             if (want != registered_) {
                 epoll_event ev{want, {}};
                 ev.data.u64 = 77;
@@ -292,6 +306,7 @@ void blocking_pair(Side& s) {
             random_pause(wseed);
         }
         if (shutdown(s.fd, SHUT_WR) != 0) fail(s, "shutdown");
+        count_sleeps(s);
     });
     std::vector<uint8_t> in(16384);
     for (;;) {
@@ -313,6 +328,163 @@ void blocking_pair(Side& s) {
     writer.join();
 }
 
+// ---------------------------------------------------------------- echo shape
+
+// Echo client, event loop: sends its stream in rounds of a random window (up
+// to three 4K rings) and takes the echo back before the next round, so both
+// ends run dry and sleep every round, writers on full rings included.
+void echo_client_loop(Side& s) {
+    Waiter waiter(s);
+    std::vector<uint8_t> out(16384), in(16384);
+    uint64_t window = random_size(s.seed, 12288);
+    bool shut = false, eof = false;
+    while (!eof) {
+        bool moved = false;
+        uint64_t sent = s.sent.load(std::memory_order_relaxed), got = s.received.load(std::memory_order_relaxed);
+        const bool may_write = !shut && sent < s.total && sent - got < window;
+        if (!shut && sent == s.total) {
+            if (shutdown(s.fd, SHUT_WR) != 0) fail(s, "shutdown");
+            shut = moved = true;
+        } else if (may_write) {
+            size_t n = std::min<uint64_t>({random_size(s.seed, out.size()), window - (sent - got), s.total - sent});
+            fill(out, n, sent, s.tx_salt);
+            ssize_t w = send(s.fd, out.data(), n, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w > 0) {
+                s.sent.store(sent + static_cast<uint64_t>(w), std::memory_order_relaxed);
+                progress(s);
+                moved = true;
+            } else if (w < 0 && errno != EAGAIN) {
+                fail(s, strerror(errno));
+            }
+        }
+        ssize_t r = recv(s.fd, in.data(), random_size(s.seed, in.size()), MSG_DONTWAIT);
+        if (r > 0) {
+            check_bytes(s, in.data(), static_cast<size_t>(r));
+            if (s.received.load() > s.sent.load()) fail(s, "echo of bytes never sent");
+            if (s.received.load() == s.sent.load()) window = random_size(s.seed, 12288);
+            moved = true;
+        } else if (r == 0) {
+            if (s.received.load() != s.total) fail(s, "early end of stream");
+            eof = true;
+            moved = true;
+        } else if (errno != EAGAIN) {
+            fail(s, strerror(errno));
+        }
+        random_pause(s.seed);
+        if (!moved && !eof) waiter.wait(true, may_write);
+    }
+}
+
+// Echo server, event loop: reads into a bounded buffer, writes it back.
+void echo_server_loop(Side& s) {
+    Waiter waiter(s);
+    std::vector<uint8_t> buf(65536);
+    size_t head = 0, len = 0;  // pending bytes: buf[head .. head+len), circular
+    bool eof = false;
+    while (!eof || len > 0) {
+        bool moved = false;
+        if (!eof && len < buf.size()) {
+            size_t tail = (head + len) % buf.size();
+            size_t room = std::min(buf.size() - len, buf.size() - tail);
+            ssize_t r = recv(s.fd, buf.data() + tail, std::min(room, random_size(s.seed, room)), MSG_DONTWAIT);
+            if (r > 0) {
+                check_bytes(s, buf.data() + tail, static_cast<size_t>(r));
+                len += static_cast<size_t>(r);
+                moved = true;
+            } else if (r == 0) {
+                eof = moved = true;
+            } else if (errno != EAGAIN) {
+                fail(s, strerror(errno));
+            }
+        }
+        if (len > 0) {
+            size_t run = std::min(len, buf.size() - head);
+            ssize_t w = send(s.fd, buf.data() + head, std::min(run, random_size(s.seed, run)), MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w > 0) {
+                head = (head + static_cast<size_t>(w)) % buf.size();
+                len -= static_cast<size_t>(w);
+                s.sent.fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed);
+                progress(s);
+                moved = true;
+            } else if (w < 0 && errno != EAGAIN) {
+                fail(s, strerror(errno));
+            }
+        }
+        random_pause(s.seed);
+        if (!moved && (!eof || len > 0)) waiter.wait(!eof && len < buf.size(), len > 0);
+    }
+    if (s.received.load() != s.total) fail(s, "early end of stream");
+    if (shutdown(s.fd, SHUT_WR) != 0) fail(s, "shutdown");
+}
+
+// Echo with blocking calls: the server reads and writes back in one thread;
+// the client's writer sends a window, then waits for its reader to see the echo.
+void echo_blocking(Side& s) {
+    timeval tv{0, 50000};
+    setsockopt(s.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(s.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    auto timed = [&](auto call, size_t want) {  // retries EAGAIN (a timeout) after checking its overrun
+        for (;;) {
+            int64_t t0 = now_us();
+            ssize_t n = call();
+            s.waits.fetch_add(1, std::memory_order_relaxed);
+            if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
+            note_timeout(s, 50000, now_us() - t0);
+            (void)want;
+        }
+    };
+    std::vector<uint8_t> buf(16384);
+    if (!s.client) {
+        for (;;) {
+            ssize_t r = timed([&] { return recv(s.fd, buf.data(), random_size(s.seed, buf.size()), 0); }, 0);
+            if (r == 0) break;
+            if (r < 0) fail(s, strerror(errno));
+            check_bytes(s, buf.data(), static_cast<size_t>(r));
+            for (ssize_t off = 0; off < r;) {
+                ssize_t w = timed([&] { return send(s.fd, buf.data() + off, static_cast<size_t>(r - off), MSG_NOSIGNAL); }, 0);
+                if (w <= 0) fail(s, w < 0 ? strerror(errno) : "send returned 0");
+                off += w;
+                s.sent.fetch_add(static_cast<uint64_t>(w));
+                progress(s);
+            }
+            random_pause(s.seed);
+        }
+        if (s.received.load() != s.total) fail(s, "early end of stream");
+        shutdown(s.fd, SHUT_WR);
+        return;
+    }
+    unsigned wseed = s.seed * 31 + 1;
+    std::thread writer([&] {
+        std::vector<uint8_t> out(16384);
+        uint64_t sent = 0;
+        while (sent < s.total) {
+            uint64_t end = std::min<uint64_t>(s.total, sent + random_size(wseed, 12288));
+            while (sent < end) {
+                size_t n = std::min<uint64_t>(random_size(wseed, out.size()), end - sent);
+                fill(out, n, sent, s.tx_salt);
+                ssize_t w = timed([&] { return send(s.fd, out.data(), n, MSG_NOSIGNAL); }, n);
+                if (w <= 0) fail(s, w < 0 ? strerror(errno) : "send returned 0");
+                sent += static_cast<uint64_t>(w);
+                s.sent.store(sent);
+                progress(s);
+            }
+            while (s.received.load() < sent) usleep(20);  // the round's echo (the reader checks it)
+            random_pause(wseed);
+        }
+        shutdown(s.fd, SHUT_WR);
+        count_sleeps(s);
+    });
+    for (;;) {
+        ssize_t r = timed([&] { return recv(s.fd, buf.data(), random_size(s.seed, buf.size()), 0); }, 0);
+        if (r == 0) break;
+        if (r < 0) fail(s, strerror(errno));
+        check_bytes(s, buf.data(), static_cast<size_t>(r));
+        random_pause(s.seed);
+    }
+    writer.join();
+    if (s.received.load() != s.total) fail(s, "early end of stream");
+}
+
 // ---------------------------------------------------------------- processes
 
 int run_side(Side& s) {
@@ -322,15 +494,26 @@ int run_side(Side& s) {
             if (!s.done.load() && now_us() - s.last_progress.load() > kStallBoundUs) fail(s, "no progress for 15 s");
         }
     });
-    if (s.kind == WaitKind::blocking) blocking_pair(s);
-    else event_loop(s);
+    if (!s.echo) {
+        if (s.kind == WaitKind::blocking) blocking_pair(s);
+        else event_loop(s);
+    } else if (s.kind == WaitKind::blocking) {
+        echo_blocking(s);
+    } else if (s.client) {
+        echo_client_loop(s);
+    } else {
+        echo_server_loop(s);
+    }
+    count_sleeps(s);
     s.done = true;
     watchdog.join();
     close(s.fd);
-    printf("%s ok: %llu bytes each way, %llu %s, %llu timeouts, worst overrun %.1f ms\n",
-           s.role, static_cast<unsigned long long>(s.total), static_cast<unsigned long long>(s.waits.load()),
-           s.kind == WaitKind::blocking ? "blocking calls" : "waits after EAGAIN both ways",
-           static_cast<unsigned long long>(s.timeouts.load()), s.worst_overrun_us.load() / 1000.0);
+    printf("%s ok: %llu bytes checked, %llu %s, %llu timeouts (worst overrun %.1f ms), %llu kernel sleeps "
+           "of which %llu in pauses\n",
+           s.role, static_cast<unsigned long long>(s.received.load()), static_cast<unsigned long long>(s.waits.load()),
+           s.kind == WaitKind::blocking ? "blocking calls" : "waits",
+           static_cast<unsigned long long>(s.timeouts.load()), s.worst_overrun_us.load() / 1000.0,
+           static_cast<unsigned long long>(s.sleeps.load()), static_cast<unsigned long long>(g_naps.load()));
     return 0;
 }
 
@@ -348,12 +531,14 @@ bool parse_kind(const std::string& w, WaitKind& k) {
 
 int main(int argc, char** argv) {
     WaitKind kind{};
-    if (argc < 3 || !parse_kind(argv[2], kind)) {
-        fprintf(stderr, "usage: wake_stress BYTES poll|select|epoll|epoll-et|blocking [SEED]\n");
+    const std::string shape = argc > 1 ? argv[1] : "";
+    if (argc < 4 || (shape != "stream" && shape != "echo") || !parse_kind(argv[2], kind)) {
+        fprintf(stderr, "usage: wake_stress stream|echo poll|select|epoll|epoll-et|blocking BYTES [SEED]\n");
         return 2;
     }
-    const uint64_t total = strtoull(argv[1], nullptr, 10);
-    const unsigned seed = argc > 3 ? static_cast<unsigned>(strtoul(argv[3], nullptr, 10)) : 1;
+    const bool echo = shape == "echo";
+    const uint64_t total = strtoull(argv[3], nullptr, 10);
+    const unsigned seed = argc > 4 ? static_cast<unsigned>(strtoul(argv[4], nullptr, 10)) : 1;
     setvbuf(stdout, nullptr, _IOLBF, 0);
 
     int l = socket(AF_INET, SOCK_STREAM, 0);
@@ -378,7 +563,7 @@ int main(int argc, char** argv) {
             perror("connect");
             _exit(2);
         }
-        Side s{"client", true, c, total, kClientSalt, kServerSalt, kind, seed * 2 + 1};
+        Side s{"client", true, echo, c, total, kClientSalt, echo ? kClientSalt : kServerSalt, kind, seed * 2 + 1};
         _exit(run_side(s));
     }
     int fd = accept(l, nullptr, nullptr);
@@ -387,7 +572,7 @@ int main(int argc, char** argv) {
         perror("accept");
         return 2;
     }
-    Side s{"server", false, fd, total, kServerSalt, kClientSalt, kind, seed * 2};
+    Side s{"server", false, echo, fd, total, kServerSalt, kClientSalt, kind, seed * 2};
     int rc = run_side(s);
     int st = 0;
     waitpid(child, &st, 0);

@@ -529,6 +529,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             continue;
         }
         if (want == 0) return 0;
+        send_full_.fetch_add(1, std::memory_order_relaxed);
         if (nb) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = EAGAIN;

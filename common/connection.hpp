@@ -91,6 +91,9 @@ public:
     std::string stats_line(uint64_t plain_tx, uint64_t plain_rx) const;
     uint64_t bytes_sent() const { return tx_bytes_; }
     uint64_t bytes_received() const { return rx_bytes_; }
+    // How often a send found the ring full: TCP's SOCK_NOSPACE, after which
+    // freed space is a new EPOLLOUT edge.
+    uint64_t send_full_count() const { return send_full_.load(std::memory_order_relaxed); }
 
 private:
     // Advances the handshake without blocking; true when it moved.
@@ -155,6 +158,7 @@ private:
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
     int owner_pid_ = 0;
     uint64_t tx_bytes_ = 0, rx_bytes_ = 0;
+    std::atomic<uint64_t> send_full_{0};
     std::string fallback_reason_;
 };
 

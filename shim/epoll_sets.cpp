@@ -26,6 +26,7 @@ struct Interest {
     bool disabled = false;        // EPOLLONESHOT fired
     uint64_t landed_at_report = ~0ull;  // EPOLLET: data that had arrived when we last reported EPOLLIN
     bool out_reported = false;           // EPOLLET: EPOLLOUT reported since it was last false
+    uint64_t full_at_report = 0;         // EPOLLET: send_full_count() when EPOLLOUT was reported
 };
 
 struct EpollSet {
@@ -75,16 +76,19 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     if (!(ev & EPOLLOUT)) in.out_reported = false;
     if (!ev) return 0;
     if (in.events & EPOLLET) {
-        // An edge is new data since the last report (a monotonic count), or writability regained.
+        // An edge is new data since the last report (a monotonic count), or
+        // writability regained: unseen since the report, or a send found the
+        // ring full since (as TCP's SOCK_NOSPACE makes freed space a wake-up).
         uint64_t landed = c.bytes_received() + c.readable_bytes() + ((ev & EPOLLRDHUP) ? 1 : 0);
+        uint64_t full = c.send_full_count();
         bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
-        bool out_edge = (ev & EPOLLOUT) && !in.out_reported;
+        bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
         if (!in_edge && !out_edge && !(ev & (EPOLLERR | EPOLLHUP))) return 0;
         if (!in_edge) ev &= ~static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP);
         if (!out_edge) ev &= ~static_cast<uint32_t>(EPOLLOUT);
         if (commit) {
             if (in_edge) in.landed_at_report = landed;
-            if (out_edge) in.out_reported = true;
+            if (out_edge) in.out_reported = true, in.full_at_report = full;
         }
     }
     if (commit && (in.events & EPOLLONESHOT)) in.disabled = true;
@@ -178,6 +182,8 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     }
     return 0;
 }
+
+bool epoll_emulated(int epfd) { return find_set(epfd, false) != nullptr; }
 
 int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask) {
     auto set = find_set(epfd, false);

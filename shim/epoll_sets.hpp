@@ -16,6 +16,8 @@
 namespace rdmasock::shim {
 
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev);
+// Whether epfd names a set holding (or having held) a tracked socket.
+bool epoll_emulated(int epfd);
 int epoll_wait_impl(int epfd, epoll_event* events, int max, int timeout_ms, const sigset_t* mask);
 // close() of an fd: drop the set it names, and (for a tracked socket) drop it
 // from every set.

@@ -1,5 +1,10 @@
 // epoll interposers: thin wrappers over the emulation in epoll_sets.cpp.
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
 #include "epoll_sets.hpp"
+#include "real_calls.hpp"
 
 extern "C" {
 
@@ -11,6 +16,29 @@ int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
 
 int epoll_pwait(int epfd, epoll_event* events, int max, int timeout, const sigset_t* mask) {
     return rdmasock::shim::epoll_wait_impl(epfd, events, max, timeout, mask);
+}
+
+// Sets without shimmed sockets keep the kernel's nanosecond timeout. Emulated
+// sets wait in whole milliseconds, rounded up so a wait never ends early.
+int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* ts, const sigset_t* mask) {
+    const auto& real = rdmasock::real::calls();
+    if (!rdmasock::shim::epoll_emulated(epfd)) {
+        if (!real.epoll_pwait2) {
+            errno = ENOSYS;
+            return -1;
+        }
+        return real.epoll_pwait2(epfd, events, max, ts, mask);
+    }
+    if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)) {
+        errno = EINVAL;
+        return -1;
+    }
+    int ms = -1;
+    if (ts) {
+        long long whole = (static_cast<long long>(ts->tv_nsec) + 999999) / 1000000;
+        ms = ts->tv_sec >= INT_MAX / 1000 ? INT_MAX : static_cast<int>(std::min<long long>(ts->tv_sec * 1000LL + whole, INT_MAX));
+    }
+    return rdmasock::shim::epoll_wait_impl(epfd, events, max, ms, mask);
 }
 
 }  // extern "C"

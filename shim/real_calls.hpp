@@ -44,6 +44,7 @@ struct Calls {
     int (*epoll_ctl)(int, int, int, epoll_event*);
     int (*epoll_wait)(int, epoll_event*, int, int);
     int (*epoll_pwait)(int, epoll_event*, int, int, const sigset_t*);
+    int (*epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
 };
 
 // Resolved on first use (constructors of other libraries may call us early).

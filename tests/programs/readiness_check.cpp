@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +43,15 @@ int g_cmd = -1, g_ack = -1;  // pipes to and from the peer process
             char buf[256];
             memset(buf, 'a', n);
             if (send(c, buf, n, 0) != n) _exit(4);
+        } else if (op == 'r') {  // read back exactly the count that follows
+            uint32_t want = 0;
+            if (read(cmd, &want, sizeof want) != sizeof want) break;
+            static char sink[65536];
+            for (uint32_t got = 0; got < want;) {
+                ssize_t n = recv(c, sink, std::min<uint32_t>(sizeof sink, want - got), 0);
+                if (n <= 0) _exit(7);
+                got += static_cast<uint32_t>(n);
+            }
         } else if (op == 's') {
             shutdown(c, SHUT_WR);
         } else if (op == 'c') {
@@ -78,6 +88,15 @@ std::string epoll_once(int ep, int timeout) {
     char b[64];
     snprintf(b, sizeof b, "n=%d events=0x%x data=%llu", n, n > 0 ? ev[0].events : 0,
              n > 0 ? static_cast<unsigned long long>(ev[0].data.u64) : 0ull);
+    return b;
+}
+
+std::string pwait2_once(int ep, const timespec* ts) {
+    epoll_event ev[4];
+    int n = epoll_pwait2(ep, ev, 4, ts, nullptr);
+    char b[96];
+    snprintf(b, sizeof b, "n=%d events=0x%x data=%llu errno=%s", n, n > 0 ? ev[0].events : 0,
+             n > 0 ? static_cast<unsigned long long>(ev[0].data.u64) : 0ull, n < 0 ? strerrorname_np(errno) : "-");
     return b;
 }
 
@@ -176,6 +195,21 @@ int main() {
     epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
     out("epoll OUT", epoll_once(ep, 0));
 
+    // Edge-triggered EPOLLOUT: a send that hits a full buffer makes freed space a new edge.
+    ev.events = EPOLLOUT | EPOLLET;
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    out("epoll ET OUT", epoll_once(ep, 0));
+    out("epoll ET OUT no edge", epoll_once(ep, 0));
+    static char fill[65536];
+    uint32_t filled = 0;
+    for (ssize_t n; (n = send(s, fill, sizeof fill, MSG_DONTWAIT | MSG_NOSIGNAL)) > 0;) filled += static_cast<uint32_t>(n);
+    out("fill until", errno == EAGAIN ? "EAGAIN" : strerrorname_np(errno));
+    out("epoll ET OUT full", epoll_once(ep, 0));
+    char rd[1 + sizeof filled] = {'r'};
+    memcpy(rd + 1, &filled, sizeof filled);
+    if (write(g_cmd, rd, sizeof rd) != sizeof rd || read(g_ack, &x, 1) != 1) return 3;
+    out("epoll ET OUT drained", epoll_once(ep, 2000));
+
     // Blocking waits that data ends: the peer writes while we sleep.
     ev.events = EPOLLIN;
     epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
@@ -187,6 +221,28 @@ int main() {
     }
     out("epoll blocking wakes", epoll_once(ep, 2000));
     char k;
+    if (read(g_ack, &k, 1) != 1) return 3;
+    wait(nullptr);
+    out("drain", drain(s));
+
+    // epoll_pwait2: nanosecond timeouts, validated before anything else.
+    timespec zero{0, 0}, sub_ms{0, 500000}, bad{0, 1000000000L}, two_s{2, 0};
+    out("pwait2 zero empty", pwait2_once(ep, &zero));
+    t0 = std::chrono::steady_clock::now();
+    r = pwait2_once(ep, &sub_ms);
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+    out("pwait2 500us empty", r + (us >= 450 ? " waited" : " EARLY"));
+    out("pwait2 bad timespec", pwait2_once(ep, &bad));
+    tell('w', 6);
+    out("pwait2 data", pwait2_once(ep, &two_s));
+    out("drain", drain(s));
+    if (fork() == 0) {
+        usleep(50000);
+        char m[2] = {'w', 9};
+        if (write(g_cmd, m, 2) < 0) _exit(1);
+        _exit(0);
+    }
+    out("pwait2 blocking wakes", pwait2_once(ep, &two_s));
     if (read(g_ack, &k, 1) != 1) return 3;
     wait(nullptr);
     out("drain", drain(s));
@@ -230,6 +286,9 @@ int main() {
     epoll_event evs[2];
     rc = epoll_wait(ep, evs, 2, 5000);
     out("epoll EINTR", "rc=" + std::to_string(rc) + " errno=" + (rc < 0 ? strerrorname_np(errno) : "-"));
+    setitimer(ITIMER_REAL, &it, nullptr);
+    timespec five_s{5, 0};
+    out("pwait2 EINTR", pwait2_once(ep, &five_s));
 
     // Half close: EOF after the data, EPOLLRDHUP, and our direction still works.
     ev.events = EPOLLIN | EPOLLRDHUP;

@@ -12,7 +12,8 @@ CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 LDFLAGS  += -fsanitize=address,undefined
 endif
 ifeq ($(SAN),tsan)
-CXXFLAGS += -fsanitize=thread
+# -Wno-tsan: TSan does not model the seq_cst fences of the doorbell Dekker (it says so per fence).
+CXXFLAGS += -fsanitize=thread -Wno-tsan
 LDFLAGS  += -fsanitize=thread
 endif
 
@@ -32,7 +33,7 @@ BENCHES    := $(patsubst benchmarks/%.cpp,$(BUILD)/%,$(BENCH_SRC))
 LIB        := $(BUILD)/librdmasock.so
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: all test check test-unit test-asan asan bench demo clean
+.PHONY: all test check test-unit test-asan asan bench demo clean fuzz robustness tsan
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -72,6 +73,21 @@ test-asan: asan
 # What CI runs (README's test command): everything, plain and sanitized.
 check: all asan
 	BUILD=$(BUILD) scripts/run-tests --asan
+
+# Robustness (docs/robustness.md). fuzz: each libFuzzer target FUZZ_SECONDS in turn (clang);
+# robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race;
+# tsan: the unit tests and the preloaded shim (threaded programs) under ThreadSanitizer.
+FUZZ_SECONDS ?= 60
+fuzz:
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+robustness: all
+	BUILD=$(BUILD) tests/robustness/run.sh
+
+TSAN_BINS := build-tsan/unit-tests build-tsan/librdmasock.so build-tsan/stream_check
+tsan:
+	$(MAKE) SAN=tsan BUILD=build-tsan OPT=-O1 $(TSAN_BINS)
+	BUILD=build-tsan tests/robustness/tsan.sh
 
 bench: all
 	$(BUILD)/pingpong

@@ -204,6 +204,14 @@ bool Connection::progress_client_offer() {
         return true;
     }
     if (!(p.revents & POLLOUT)) return false;  // still connecting
+    // The server already spoke (a banner, or it wrote and closed): a HELLO now
+    // would sit unread in its socket and its close would become a RST that
+    // destroys these bytes. A server that writes first stays on TCP anyway.
+    uint8_t first;
+    if (ops_.recv(fd_, &first, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+        become_plain("server spoke first");
+        return true;
+    }
     handshake::Message hello;
     hello.type = handshake::Type::hello;
     if (offers_ & handshake::kOfferRdma) {
@@ -801,6 +809,15 @@ int Connection::shutdown(int how) {
 
 void Connection::close_last_reference() {
     RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
+    Phase ph = phase();
+    if (role_ == Role::server && (ph == Phase::undecided || ph == Phase::strip_hello)) {
+        // A HELLO left unread turns the kernel's close into a RST, which destroys
+        // what the client has not read yet of the bytes this server wrote.
+        std::lock_guard<std::mutex> lk(handshake_mu_);
+        bool eof, empty;
+        auto r = peek_message(&eof, &empty);
+        if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);
+    }
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_) {
         std::lock_guard<std::mutex> lk(write_mu_);
         // Best effort: if the ring is full the kernel's FIN still ends the stream.

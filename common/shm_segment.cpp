@@ -1,5 +1,7 @@
 #include "shm_segment.hpp"
 
+#include "shm_sweep.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -45,6 +47,7 @@ ShmSegment::~ShmSegment() {
 }
 
 bool ShmSegment::create(size_t size, std::string& err) {
+    sweep_orphan_segments_now_and_then();
     std::string name;
     int fd = -1;
     for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {

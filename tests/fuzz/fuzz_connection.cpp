@@ -19,8 +19,6 @@
 //  * the reply matches the HELLO (DECLINE reasons, ACCEPT ring size valid and
 //    no larger than asked or configured);
 //  * no shared-memory segment outlives the Connection.
-// FUZZ_ALLOW_KNOWN=1 mirrors known bug 5 (a READY/ABORT of another version is
-// taken as READY/ABORT).
 #include <dirent.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -54,14 +52,6 @@ namespace {
     do {                                       \
         if (!(cond)) fail_at(#cond, __LINE__); \
     } while (0)
-
-bool allow_known() {
-    static const bool on = [] {
-        const char* v = std::getenv("FUZZ_ALLOW_KNOWN");
-        return v && *v && *v != '0';
-    }();
-    return on;
-}
 
 // ------------------------------------------------------------ the fake kernel
 
@@ -216,7 +206,7 @@ Expect model(const std::vector<uint8_t>& s, bool eof, bool strip, const Config& 
     auto m2 = hs::parse(s.data() + m1.consumed, s.size() - m1.consumed);
     if (s.size() == m1.consumed) return e.final = eof ? Expect::plain : Expect::stuck, e;
     if (m2.status == hs::Parse::need_more) return e.final = Expect::stuck, e;
-    bool ok_version = m2.message.version == hs::kVersion || allow_known();  // known bug 5
+    bool ok_version = m2.message.version == hs::kVersion;  // another version resets (bug 5)
     if (m2.status == hs::Parse::complete && ok_version && m2.message.type == hs::Type::abort) {
         e.k += m2.consumed;
         return e.final = Expect::plain, e;

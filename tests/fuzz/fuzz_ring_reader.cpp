@@ -27,8 +27,6 @@
 // never after reporting "broken" (which is sticky); while the counter is honest,
 // the writer never breaks, every byte the reader gets is exactly the writer's
 // stream, and a reader that drained and flushed always leaves the writer room.
-//
-// FUZZ_ALLOW_KNOWN=1 mirrors the known bugs listed in docs/robustness.md.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -193,17 +191,6 @@ RingStatus model_poll(Model& m, const uint8_t* ring) {
     return RingStatus::would_block;
 }
 
-// FUZZ_ALLOW_KNOWN=1 (tests/fuzz/run.sh passes it through): mirror known, reported
-// library bugs instead of flagging them, so that fuzzing can go on past them.
-// See docs/robustness.md, "Known bugs".
-bool allow_known() {
-    static const bool on = [] {
-        const char* v = std::getenv("FUZZ_ALLOW_KNOWN");
-        return v && *v && *v != '0';
-    }();
-    return on;
-}
-
 // RingReader::readable_bytes: payload bytes a read would deliver now.
 size_t model_readable(Model& m, const uint8_t* ring) {
     size_t n = 0;
@@ -212,8 +199,7 @@ size_t model_readable(Model& m, const uint8_t* ring) {
         MRec r = model_inspect(ring, m.cap, pos);
         if (r.state == MState::broken) m.broken = true;
         if (r.state != MState::ok || r.kind == RecordKind::fin) break;
-        if (r.length >= partial) n += r.length - partial;
-        else if (allow_known()) n += static_cast<uint32_t>(r.length - partial);  // known bug 2: u32 wrap
+        if (r.length >= partial) n += r.length - partial;  // a shorter rewritten record: skipped (bug 2)
         partial = 0;
         pos += record_bytes(r.length);
     }

@@ -5,12 +5,16 @@
 # Checks: every connection behaves (the client verifies each echo / EOF); every connection that did
 # I/O ran on shm on both ends (RDMASOCK_STATS=1 prints one line per connection); after the run both
 # processes are back to their baseline, taken after a warm-up of 500 connections: open fds equal,
-# no rdmasock mapping left in /proc/PID/maps, VmRSS within RSS_SLACK_KB (default 1024, i.e. ~100 bytes per connection) of it; and
-# /dev/shm holds no rdmasock segment of either process; no variant's median connection time is over
-# 20 ms (ALLOW_KNOWN=1: reported as known bug 9 instead of failing). NODELAY=1: both ends set TCP_NODELAY.
+# no rdmasock mapping left in /proc/PID/maps, VmRSS within RSS_SLACK_KB of it; and
+# /dev/shm holds no rdmasock segment of either process. Per-variant connection latencies are printed,
+# not checked (no timing thresholds in tests). NODELAY=1: both ends set TCP_NODELAY.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 N=${N:-10000}
+# RSS slack: the two ends are Python processes whose allocator and freelists move VmRSS by tens of
+# KiB with no leak (observed: server 0, client +40..140 KiB over 10,000). Any per-connection leak of
+# the shim is larger than 100 bytes (a Connection is 344 bytes and its fd-table Socket 48, plus heap headers; a ring
+# mapping 2 MiB), so with N=10,000 a 1 MiB slack (~100 bytes per connection) still catches it.
 RSS_SLACK_KB=${RSS_SLACK_KB:-1024}
 
 maps_count() { grep -c '/rdmasock-' "/proc/$1/maps" 2>/dev/null; }
@@ -36,13 +40,6 @@ if ! wait_line "$T/client.out" '^done' 600; then
 fi
 log "$N connections in $((SECONDS - t0))s (+ warm-up)"
 grep '^latency' "$T/client.out" | sed 's/^/    /'
-# Connection latency: a variant whose median is over 20 ms is stalling (known bug 9: Nagle on the
-# 1-byte doorbells and handshake messages; NODELAY=1 sets TCP_NODELAY in churn.py and they go away).
-slow=$(awk '/^latency/ { m = $5 + 0; if (m > 20) printf "%s%s median %s ms", sep, $2, $5, sep = "; " }' "$T/client.out")
-if [[ -n "$slow" ]]; then
-    if [[ "${ALLOW_KNOWN:-0}" != 0 ]]; then log "known: connections stall ~40 ms: $slow (known bug 9)"
-    else fail "connections stall ~40 ms: $slow (known bug 9)"; fi
-fi
 sleep 0.5  # the server closes the last connection
 read -r _ s_fd1 s_rss1 s_map1 <<<"$(sample server "$SRV")"
 read -r _ c_fd1 c_rss1 c_map1 <<<"$(sample client "$CLI")"

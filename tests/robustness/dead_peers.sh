@@ -8,7 +8,8 @@
 #   neg-server   a raw server that claims the shim takes the HELLO and is killed before replying; the
 #                shimmed client is blocked in recv() -> EOF/ECONNRESET
 #   neg-server-segment  a shimmed server blocked in recv() after sending its ACCEPT (client raw, silent)
-#                is killed: the raw client gets EOF/RST; the server's segment must not stay in /dev/shm
+#                is killed: the server's segment must be gone once another shimmed pair has upgraded
+#                (the next segment creation sweeps the names of dead creators)
 #   full-ring    the reader never reads, the writer fills the ring and blocks in send(); the reader is
 #                killed -> the writer's send() fails with EPIPE/ECONNRESET
 #   blocked-read (client and server side) one end blocked in recv(), the other killed -> EOF/ECONNRESET
@@ -21,26 +22,16 @@
 #                makes its first call only then: it must get all the bytes, then EOF (as over TCP)
 # Before each scenario both ends make one select() so that the connection is upgraded (NEGOTIATE_FIRST).
 # Every data scenario also runs with both ends plain (mode tcp) as a control of the expectations.
-# ALLOW_KNOWN=1: a failure caused by a reported library bug does not fail the run.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DEADLINE=${DEADLINE:-10}
 PEER="$HERE/dead_peer.py"
-ALLOW_KNOWN=${ALLOW_KNOWN:-0}
-
-known() {  # MSG: a failure explained by a reported bug
-    if [[ "$ALLOW_KNOWN" != 0 ]]; then log "known: $*"; else fail "$*"; fi
-}
 
 run_env() {  # MODE(shm|tcp) CMD...: how an end runs; exec, so that bg's pid is the program's
     local m=$1; shift
     if [[ $m == shm ]]; then exec env LD_PRELOAD="$SHIM" RDMASOCK_STATS=1 "$@"; else exec env -u LD_PRELOAD "$@"; fi
 }
 
-# A check that fails only because of a reported bug (KNOWN_BUG=N set for the scenario).
-check() {  # MSG
-    if [[ -n "${KNOWN_BUG:-}" ]]; then known "$* (known bug $KNOWN_BUG)"; else fail "$*"; fi
-}
 
 wait_line() {  # FILE REGEX SECS
     local i
@@ -64,20 +55,20 @@ wait_stalled() {  # FILE SECS: "sent N" lines stop growing for 1 s
 check_result() {  # LABEL FILE REGEX T_KILL
     local label=$1 f=$2 want=$3 t0=$4 dt res
     if ! wait_line "$f" '^result' "$DEADLINE"; then
-        check "$label: survivor still blocked ${DEADLINE}s after the kill: $(tail -n 2 "$f" | tr '\n' '|')"
+        fail "$label: survivor still blocked ${DEADLINE}s after the kill: $(tail -n 2 "$f" | tr '\n' '|')"
         return 1
     fi
     dt=$(( $(date +%s%N) / 1000000 - t0 ))
     res=$(grep -m1 '^result' "$f")
     if [[ "$res" =~ $want ]]; then log "ok $label: '$res' ${dt} ms after the kill"
-    else check "$label: survivor got '$res' (expected /$want/)"; return 1; fi
+    else fail "$label: survivor got '$res' (expected /$want/)"; return 1; fi
 }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 check_stats() {  # LABEL FILE MODE: the survivor's stats line shows the expected transport
     [[ $3 == shm ]] || return 0
-    grep -q 'transport=shm' "$2" || check "$1: survivor did not run on shm: $(grep stats "$2")"
+    grep -q 'transport=shm' "$2" || fail "$1: survivor did not run on shm: $(grep stats "$2")"
 }
 
 check_no_segments() {  # LABEL PID...
@@ -123,15 +114,14 @@ for mode in shm tcp; do
     scenario blocked-read-client "$mode" hold 0 read-block 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
     scenario blocked-read-server "$mode" read-block 0 hold 0 client '^result (EOF|ERR ECONNRESET) after 0 bytes$'
     scenario blocked-select "$mode" hold 0 select-block 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
-    KNOWN_BUG=$([[ $mode == shm ]] && echo 11) \
-        scenario nonblocking-recv "$mode" hold 0 nonblock-poll-loop 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
+    scenario nonblocking-recv "$mode" hold 0 nonblock-poll-loop 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
     scenario data-then-death "$mode" write-then-hold 300000 read-all 0 server '^result (EOF|ERR ECONNRESET) after 300000 bytes$'
     START_FILE="$T/data-then-death-late.$mode/start" START=1 \
         scenario data-then-death-late "$mode" write-then-hold 300000 read-all 0 server \
         '^result (EOF|ERR ECONNRESET) after 300000 bytes$'
     # The same, but the server speaks first, before any handshake, and the client only makes its
     # first call after the server died: the connection stays on TCP, and nothing may be lost.
-    KNOWN_BUG=$([[ $mode == shm ]] && echo 8) NEGOTIATE_FIRST=0 START_FILE="$T/speak-first-death.$mode/start" START=1 \
+    NEGOTIATE_FIRST=0 START_FILE="$T/speak-first-death.$mode/start" START=1 \
         scenario speak-first-death "$mode" write-then-hold 300000 read-all 0 server \
         '^result EOF after 300000 bytes$'
 done
@@ -172,12 +162,18 @@ if wait_line "$d/client.out" '^reply' 10; then
     seg=$(shm_segments "$spid")
     [[ -n "$seg" ]] || fail "neg-server-segment: no segment while waiting for READY"
     kill -KILL "$spid"; wait "$spid" 2>/dev/null
-    sleep 0.3
+    # Nobody attached, so the name outlives its creator until the next shimmed process of this
+    # user creates a segment: that sweeps names of dead creators. A fresh upgraded pair does.
+    port=$(free_port)
+    bg npid shimmed "$STREAM_CHECK" serve "$port" >"$d/next.server" 2>&1
+    wait_listen "$port" 10 && shimmed "$STREAM_CHECK" send "$port" 1000 >"$d/next.client" 2>&1
+    wait "$npid" 2>/dev/null
+    grep -q 'role=server transport=shm' "$d/next.server" || fail "neg-server-segment: the next pair did not upgrade: $(cat "$d/next.server")"
     left=$(shm_segments "$spid")
     if [[ -n "$left" ]]; then
-        KNOWN_BUG=6 check "neg-server-segment: a server killed between ACCEPT and READY leaves $left in /dev/shm"
+        fail "neg-server-segment: a server killed between ACCEPT and READY leaves $left in /dev/shm after the next upgrade"
         rm -f $left  # ours: created by the server this test started
-    else log "ok neg-server-segment: no segment left"; fi
+    else log "ok neg-server-segment: the dead server's segment was swept by the next upgrade"; fi
 else fail "neg-server-segment: raw client got no reply"; fi
 kill_tree "$cpid" KILL; wait "$cpid" 2>/dev/null
 

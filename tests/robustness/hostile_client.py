@@ -7,7 +7,7 @@
 
 PORT is a shimmed echo server (echo_server.py under LD_PRELOAD), SERVER_PID its pid (to find its
 shared-memory segments), TIMEOUT_MS its RDMASOCK_HANDSHAKE_TIMEOUT_MS. Every case prints
-"ok CASE: ..." or "FAIL CASE: ..." (or "known CASE", see KNOWN); exit status 1 if any failed.
+"ok CASE: ..." or "FAIL CASE: ..."; exit status 1 if any failed.
 Run WITHOUT LD_PRELOAD.
 """
 import os
@@ -23,12 +23,6 @@ HELLO, ACCEPT, DECLINE, READY, ABORT = 1, 2, 3, 4, 5
 REASONS = {0: "none", 1: "disabled", 2: "other_host", 3: "other_user", 4: "no_transport", 5: "setup_failed",
            6: "bad_version"}
 
-# Cases that fail because of a reported library bug (docs/robustness.md, "Known bugs"). With
-# ALLOW_KNOWN=1 they print "known" instead of "FAIL" and do not fail the run.
-KNOWN = {
-    "ready_wrong_version": "known bug 5: the server takes a READY of another version as READY",
-}
-ALLOW_KNOWN = os.environ.get("ALLOW_KNOWN", "0") not in ("", "0")
 
 PORT = int(sys.argv[1])
 SERVER_PID = int(sys.argv[2])
@@ -429,8 +423,6 @@ def main():
     failed = 0
     for c in cases:
         status, text, dt = results[c.__name__]
-        if status == "FAIL" and ALLOW_KNOWN and c.__name__ in KNOWN:
-            status, text = "known", f"{text} [{KNOWN[c.__name__]}]"
         failed += status == "FAIL"
         print(f"{status} {c.__name__} ({dt:.1f}s): {text}", flush=True)
     sys.exit(1 if failed else 0)

@@ -4,9 +4,8 @@
 # A same-host client offers the handshake only if the port is in the registry (an abstract Unix
 # socket a shimmed listen() binds). Here nobody publishes the port, so no client may ever send a
 # HELLO: the plain server must never see the magic, and every client must get its echo (THREADS x
-# CONNS connections, default 8 x 1500). Fails today: known bug 4 (the registry probe of one client,
-# a bind() of the same abstract name, makes a concurrent client believe the port is published).
-# ALLOW_KNOWN=1: report known bug 4 instead of failing.
+# CONNS connections, default 8 x 1500). Guards bug 4 of docs/robustness.md (a probe by bind() of the
+# same abstract name made a concurrent client believe the port was published; fixed: connect()).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 THREADS=${THREADS:-8}
@@ -23,7 +22,5 @@ log "clients: $(head -n 1 "$T/client.out") (exit $rc); HELLOs seen by the plain 
 msg=""
 [[ $rc -eq 0 ]] || msg+="clients failed: $(sed -n 2,4p "$T/client.out" | tr '\n' ' ') "
 [[ $hellos -eq 0 ]] || msg+="$hellos HELLO(s) reached a server that does not run the shim "
-if [[ -n "$msg" ]]; then
-    if [[ "${ALLOW_KNOWN:-0}" != 0 ]]; then log "known: $msg(known bug 4)"; else fail "$msg(known bug 4)"; fi
-fi
+[[ -z "$msg" ]] || fail "$msg"
 finish

@@ -74,18 +74,15 @@ test-asan: asan
 check: all asan
 	BUILD=$(BUILD) scripts/run-tests --asan
 
-<<<<<<< HEAD
-<<<<<<< HEAD
 # The RDMA tests (verbs, and the shim over rdma) inside a Soft-RoCE VM: one host,
-# then two hosts. Needs scripts/rdma-vm-setup (scripts/setup runs it).
+# two hosts, two namespaces. Needs scripts/rdma-vm-setup (scripts/setup runs it).
 test-rdma: all
 	BUILD=$(BUILD) scripts/test-rdma
-=======
+
 # The sleep/wake race at 25x the CI volume (millions of kernel sleeps; ~15 min on 2 cores).
 stress: all
 	BUILD=$(BUILD) STRESS_SCALE=$${STRESS_SCALE:-25} bash tests/integration/wake_stress.sh
->>>>>>> issue-4
-=======
+
 # Robustness (docs/robustness.md). fuzz: each libFuzzer target FUZZ_SECONDS in turn (clang);
 # robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race;
 # tsan: the unit tests and the preloaded shim (threaded programs) under ThreadSanitizer.
@@ -100,7 +97,6 @@ TSAN_BINS := build-tsan/unit-tests build-tsan/librdmasock.so build-tsan/stream_c
 tsan:
 	$(MAKE) SAN=tsan BUILD=build-tsan OPT=-O1 $(TSAN_BINS)
 	BUILD=build-tsan tests/robustness/tsan.sh
->>>>>>> issue-8
 
 bench: all
 	$(BUILD)/pingpong

@@ -339,10 +339,12 @@ def other_boot(s):
 
 
 def no_common_transport(s):
-    s.sendall(hello(offers=2))
+    # Bit 2: a transport this server does not know. (A HELLO offering rdma, bit 1,
+    # must carry the 68-byte RDMA parameter blob; without it, it is malformed.)
+    s.sendall(hello(offers=4))
     expect_decline(s, 4)
     check_echo_after(s, "offers")
-    return "offers=rdma only: DECLINE no_transport, plain echo"
+    return "offers=unknown transport only: DECLINE no_transport, plain echo"
 
 
 def slow_hello(s):

@@ -26,7 +26,9 @@
 #   PGBENCH_WARMUP=2           seconds of select-only warm-up after every server start (0: none)
 #   PGBENCH_ARGS=              extra pgbench arguments for every measured run (e.g. "-M prepared")
 #   PGBENCH_OUT=benchmarks/results   output directory
-#   RDMASOCK_*                 passed to the shimmed client and to the shimmed postmaster
+#   RDMASOCK_*                 passed to the shimmed client and to the shimmed postmaster;
+#                              RDMASOCK_STATS defaults to 1: every shimmed pgbench connection must
+#                              report transport=shm when it closes, or its row is marked "not-shm"
 #   PG_CLIENT_AS_OWNER=1       as root, pgbench runs as the cluster owner (postgres) like the server:
 #                              the shim upgrades only same-user connections (scripts/pg-lib.sh)
 # Exit status: 0 if every row that ran succeeded, 1 otherwise.
@@ -40,6 +42,7 @@ PG_SHARED_BUFFERS="${PG_SHARED_BUFFERS:-512MB}"
 . "$ROOT/scripts/pg-lib.sh"
 
 SHIM="${SHIM:-$ROOT/build/librdmasock.so}"
+export RDMASOCK_STATS="${RDMASOCK_STATS:-1}"   # one line per connection, at close: free during the run
 SECONDS_PER_RUN="${PGBENCH_SECONDS:-8}"
 SCALE="${PGBENCH_SCALE:-10}"
 CLIENTS="${PGBENCH_CLIENTS:-1 8}"
@@ -113,7 +116,7 @@ run_pgbench() {
 }
 
 # measure_once PATH SCRIPT CLIENTS RUN: appends "tps lat" to RES[key], or marks the row failed
-declare -A RES
+declare -A RES CONNS CONNS_SHM NOT_SHM
 measure_once() {
     local path="$1" script="$2" clients="$3" i="$4"
     local jobs=$(( clients < NCPU ? clients : NCPU ))
@@ -135,6 +138,16 @@ measure_once() {
         return 0
     fi
     RES[$key]+="$tps $lat;"
+    if is_shim "$path"; then   # proof that the shim rows ran over shared memory
+        local n nshm
+        n="$(grep -c 'rdmasock\[[0-9]*\]: stats .*role=client ' "$outf" || true)"
+        nshm="$(grep -c 'rdmasock\[[0-9]*\]: stats .*role=client transport=shm ' "$outf" || true)"
+        CONNS[$path]=$(( ${CONNS[$path]:-0} + n )); CONNS_SHM[$path]=$(( ${CONNS_SHM[$path]:-0} + nshm ))
+        if [[ "$n" -eq 0 || "$nshm" -ne "$n" ]]; then
+            NOT_SHM[$key]=1
+            pg_warn "$path $script c=$clients: only $nshm of $n pgbench connections on shm: $(grep -o 'reason=.*' "$outf" | sort | uniq -c | head -n 2 | tr '\n' ' ')"
+        fi
+    fi
     pg_msg "$(printf '%-10s %-6s c=%-2s run %d/%d: tps=%s lat=%s ms' "$path" "$script" "$clients" "$i" "$RUNS" "$tps" "$lat")"
 }
 
@@ -153,20 +166,12 @@ mark_fail() { # key [failed-count]
     STATUS[$1]=FAIL; TPS[$1]=""; LAT[$1]=""; FAILED[$1]="${2:-}"; ANY_FAIL=1
 }
 
-# server_mode plain|shim: (re)start the postmaster, prewarm the pgbench tables, warm up
-STATS_FILE="$WORK/transports"; : >"$STATS_FILE"
-SHIM_LOG_FROM=""
-stop_server() {
-    pg_cluster_stop_server "$PG_DIR" || pg_warn "could not stop the server cleanly"
-    if [[ -n "$SHIM_LOG_FROM" ]]; then   # backends print their RDMASOCK_STATS lines when they exit
-        tail -n +"$SHIM_LOG_FROM" "$PG_LOG" | grep -o 'transport=[A-Za-z0-9_]*' >>"$STATS_FILE" || true
-        SHIM_LOG_FROM=""
-    fi
-}
+stop_server() { pg_cluster_stop_server "$PG_DIR" || pg_warn "could not stop the server cleanly"; }
+
+# server_mode plain|shim|shim-spin0: (re)start the postmaster, prewarm the pgbench tables
 server_mode() { # plain|shim|shim-spin0
     stop_server
     if is_shim "$1"; then
-        SHIM_LOG_FROM=$(( $(wc -l <"$PG_LOG") + 1 ))
         # pg_cluster_start hands every exported RDMASOCK_* variable to the postmaster
         if [[ "$1" == shim-spin0 ]]; then
             RDMASOCK_SPIN_US=0 pg_cluster_start "$PG_DIR" "$PG_PORT" --preload "$SHIM"
@@ -230,8 +235,9 @@ for s in $SCRIPTS; do for c in $CLIENTS; do for p in $PATHS; do
            awk '{ t[NR] = $1; l[NR] = $2 } END { a = int((NR + 1) / 2); b = int(NR / 2) + 1
                   printf "%.3f %.3f", (t[a] + t[b]) / 2, (l[a] + l[b]) / 2 }')"
     TPS[$k]="${med% *}"; LAT[$k]="${med#* }"; FAILED[$k]=0; STATUS[$k]=ok
+    [[ -n "${NOT_SHM[$k]:-}" ]] && { STATUS[$k]=not-shm; ANY_FAIL=1; }
 done; done; done
-TRANSPORTS="$(sort "$STATS_FILE" | uniq -c | awk '{printf "%s%s x%s", (NR>1?", ":""), $2, $1}')"
+TRANSPORTS="$(for p in $(shim_paths); do printf '%s %s/%s on shm; ' "$p" "${CONNS_SHM[$p]:-0}" "${CONNS[$p]:-0}"; done)"
 
 # ------------------------------------------------------------------------------- report
 ratio() { # tps base
@@ -259,7 +265,7 @@ for s in $SCRIPTS; do for c in $CLIENTS; do for p in $PATHS; do
         "$(fmt1 "${TPS[$k]}")" "${LAT[$k]:--}" "${r:+$(fmt2 "$r")x}" "${STATUS[$k]}"
 done; done; done
 [[ -n "$(shim_paths)" ]] || echo "(no shim rows: none asked for, or $SHIM not found)"
-[[ -n "$TRANSPORTS" ]] && echo "shim transports reported by the server (RDMASOCK_STATS): $TRANSPORTS"
+[[ -n "$TRANSPORTS" ]] && echo "shimmed pgbench connections (RDMASOCK_STATS, client side): ${TRANSPORTS%; }"
 echo "csv: $CSV"
 
 # ------------------------------------------------------------------------------- plot

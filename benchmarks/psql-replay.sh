@@ -14,14 +14,17 @@
 #   REPLAY_SQL=FILE         an existing SQL file (REPLAY_TRANSACTIONS is then only used for tps).
 #
 # Paths: tcp (127.0.0.1), unix (socket), shim (127.0.0.1 with LD_PRELOAD=$SHIM on psql and on the
-# postmaster, which is restarted with the preload).  Rounds are interleaved: each round restarts a
+# postmaster, which is restarted with the preload), and optionally shim-spin0 (the same with
+# RDMASOCK_SPIN_US=0 on both sides: every wait sleeps in the kernel at once).  Rounds are interleaved: each round restarts a
 # plain server for tcp+unix and a preloaded one for shim.  An untimed replay of the first tenth of the
 # file (after pg_prewarm) precedes each timed replay.
 #
 # Environment
 #   SHIM=build/librdmasock.so   if the file does not exist the shim row is skipped
 #   REPLAY_TRANSACTIONS=5000  REPLAY_SCALE=1  REPLAY_SEED=42  REPLAY_RUNS=3 (median)
-#   REPLAY_PATHS="tcp unix shim"   REPLAY_OUT=benchmarks/results   RDMASOCK_* (passed to both sides)
+#   REPLAY_PATHS="tcp unix shim"  (any of tcp unix shim shim-spin0)   REPLAY_OUT=benchmarks/results   RDMASOCK_* (passed to both sides;
+#   RDMASOCK_STATS defaults to 1: every shimmed replay must report transport=shm, or the shim row
+#   is marked "not-shm")
 #   PG_CLIENT_AS_OWNER=1   as root, psql runs as the cluster owner like the server (the shim upgrades
 #                          only same-user connections; see scripts/pg-lib.sh)
 # Writes benchmarks/results/psql-replay.csv.  Exit status 0 if every replay succeeded.
@@ -34,6 +37,7 @@ PG_LOG_TAG=psql-replay
 . "$ROOT/scripts/pg-lib.sh"
 
 SHIM="${SHIM:-$ROOT/build/librdmasock.so}"
+export RDMASOCK_STATS="${RDMASOCK_STATS:-1}"   # one line per connection, at close
 NTX="${REPLAY_TRANSACTIONS:-5000}"
 SCALE="${REPLAY_SCALE:-1}"
 SEED="${REPLAY_SEED:-42}"
@@ -46,13 +50,15 @@ for v in NTX SCALE SEED RUNS; do
     [[ "${!v}" =~ ^[0-9]+$ && "${!v}" -ge 1 ]] || pg_die "$v must be a positive integer (got '${!v}')"
 done
 [[ "$SOURCE" == generate || "$SOURCE" == log ]] || pg_die "REPLAY_SOURCE must be generate or log"
-for p in $PATHS; do [[ "$p" == tcp || "$p" == unix || "$p" == shim ]] || pg_die "unknown path '$p'"; done
+for p in $PATHS; do [[ "$p" =~ ^(tcp|unix|shim|shim-spin0)$ ]] || pg_die "unknown path '$p' (tcp, unix, shim, shim-spin0)"; done
+is_shim() { [[ "$1" == shim* ]]; }
+shim_paths() { local p; for p in $PATHS; do is_shim "$p" && printf '%s ' "$p"; done; }
 want_path() { [[ " $PATHS " == *" $1 "* ]]; }
-if want_path shim; then
+if [[ -n "$(shim_paths)" ]]; then
     if [[ -f "$SHIM" ]]; then SHIM="$(readlink -f "$SHIM")"
     else
         pg_msg "SKIP shim row: shim library '$SHIM' not found (build it, or set SHIM=/path/to/librdmasock.so)"
-        PATHS="$(for p in $PATHS; do [[ $p == shim ]] || printf '%s ' "$p"; done)"
+        PATHS="$(for p in $PATHS; do is_shim "$p" || printf '%s ' "$p"; done)"
     fi
 fi
 mkdir -p "$OUT"
@@ -62,7 +68,7 @@ pg_throwaway_start
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/psql-replay.XXXXXX")"
 pg_on_exit "rm -rf $(printf '%q' "$WORK")"
 chmod 0755 "$WORK"   # psql may run as the cluster owner (PG_CLIENT_AS_OWNER) and must read the SQL
-want_path shim && SHIM="$(pg_owner_readable_lib "$SHIM" "$PG_DIR")"
+[[ -n "$(shim_paths)" ]] && SHIM="$(pg_owner_readable_lib "$SHIM" "$PG_DIR")"
 pg_init_pgbench "$PG_DIR" "$SCALE"
 SQL="$WORK/replay.sql"
 
@@ -112,6 +118,7 @@ head -n $(( NSTMT / 10 )) "$SQL" >"$WORK/warmup.sql"
 # ------------------------------------------------------------------------------- replays
 declare -A RES STATUS
 ANY_FAIL=0
+declare -A NOT_SHM
 
 REPLAY_ELAPSED=""
 replay() { # PATH FILE -> REPLAY_ELAPSED (seconds); no subshell, so Ctrl-C stops the script at once
@@ -120,6 +127,7 @@ replay() { # PATH FILE -> REPLAY_ELAPSED (seconds); no subshell, so Ctrl-C stops
         tcp)  host=127.0.0.1 ;;
         unix) host="$PG_DIR" ;;
         shim) host=127.0.0.1; envp=(env "LD_PRELOAD=$SHIM") ;;
+        shim-spin0) host=127.0.0.1; envp=(env "LD_PRELOAD=$SHIM" RDMASOCK_SPIN_US=0) ;;
     esac
     t0=$(date +%s%N)
     pg_run timeout --foreground --kill-after=10 600 "${PG_CLIENT_AS[@]+"${PG_CLIENT_AS[@]}"}" "${envp[@]}" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 \
@@ -132,6 +140,10 @@ replay() { # PATH FILE -> REPLAY_ELAPSED (seconds); no subshell, so Ctrl-C stops
         return 1
     fi
     REPLAY_ELAPSED="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')"
+    if is_shim "$path" && ! grep -q 'rdmasock\[[0-9]*\]: stats .*role=client transport=shm ' "$WORK/psql.out"; then
+        pg_warn "the shimmed psql did not run over shm: $(grep 'rdmasock\[' "$WORK/psql.out" | head -n 2 | tr '\n' ' ')"
+        NOT_SHM[$path]=1
+    fi
 }
 
 timed() { # PATH RUN
@@ -141,24 +153,34 @@ timed() { # PATH RUN
     if replay "$1" "$SQL"; then
         e="$REPLAY_ELAPSED"
         RES[$1]+="$e "
-        pg_msg "$(printf '%-5s run %d/%d: %s s' "$1" "$2" "$RUNS" "$e")"
+        pg_msg "$(printf '%-10s run %d/%d: %s s' "$1" "$2" "$RUNS" "$e")"
     else
         STATUS[$1]=FAIL; ANY_FAIL=1
     fi
 }
 
-plain_paths=(); for p in $PATHS; do [[ $p == shim ]] || plain_paths+=("$p"); done
+plain_paths=(); for p in $PATHS; do is_shim "$p" || plain_paths+=("$p"); done
 for (( run = 1; run <= RUNS; run++ )); do
-    modes=(); [[ ${#plain_paths[@]} -gt 0 ]] && modes+=(plain); want_path shim && modes+=(shim)
-    if (( run % 2 == 0 && ${#modes[@]} == 2 )); then modes=(shim plain); fi
+    modes=(); [[ ${#plain_paths[@]} -gt 0 ]] && modes+=(plain)
+    read -r -a sp <<<"$(shim_paths)"; modes+=("${sp[@]+"${sp[@]}"}")
+    if (( ${#modes[@]} > 1 )); then   # rotate the order by one per round
+        k=$(( (run - 1) % ${#modes[@]} )); modes=("${modes[@]:k}" "${modes[@]:0:k}")
+    fi
     for m in "${modes[@]}"; do
         pg_cluster_stop_server "$PG_DIR" || true
-        if [[ $m == shim ]]; then
-            [[ "${STATUS[shim]:-}" == FAIL ]] && continue
-            if pg_cluster_start "$PG_DIR" "$PG_PORT" --preload "$SHIM"; then
-                timed shim "$run"
+        if is_shim "$m"; then
+            [[ "${STATUS[$m]:-}" == FAIL ]] && continue
+            # pg_cluster_start hands every exported RDMASOCK_* variable to the postmaster
+            rc=0
+            if [[ $m == shim-spin0 ]]; then
+                RDMASOCK_SPIN_US=0 pg_cluster_start "$PG_DIR" "$PG_PORT" --preload "$SHIM" || rc=$?
             else
-                pg_warn "the postmaster did not start with LD_PRELOAD=$SHIM"; STATUS[shim]=FAIL; ANY_FAIL=1
+                pg_cluster_start "$PG_DIR" "$PG_PORT" --preload "$SHIM" || rc=$?
+            fi
+            if [[ $rc -eq 0 ]]; then
+                timed "$m" "$run"
+            else
+                pg_warn "the postmaster did not start with LD_PRELOAD=$SHIM"; STATUS[$m]=FAIL; ANY_FAIL=1
             fi
         else
             pg_cluster_start "$PG_DIR" "$PG_PORT" || pg_die "cannot start the plain server"
@@ -176,7 +198,7 @@ for p in $PATHS; do [[ "${STATUS[$p]:-}" == FAIL ]] || EL[$p]="$(median "${RES[$
 CSV="$OUT/psql-replay.csv"
 echo
 echo "psql -f replay: $NTX TPC-B transactions, $NSTMT statements (one round trip each), median of $RUNS, $(date -Is)"
-printf '%-5s  %10s  %10s  %12s  %8s  %s\n' path "elapsed s" tps "stmts/s" "vs tcp" status
+printf '%-10s  %10s  %10s  %12s  %8s  %s\n' path "elapsed s" tps "stmts/s" "vs tcp" status
 echo "path,transactions,statements,runs,elapsed_s,tps,statements_per_s,speedup_vs_tcp,status" >"$CSV"
 for p in $PATHS; do
     e="${EL[$p]:-}"; tps=""; sps=""; r=""
@@ -186,10 +208,11 @@ for p in $PATHS; do
         [[ -n "${EL[tcp]:-}" ]] && r="$(awk -v a="${EL[tcp]}" -v b="$e" 'BEGIN { printf "%.3f", a / b }')"
     fi
     st="${STATUS[$p]:-ok}"
-    printf '%-5s  %10s  %10s  %12s  %8s  %s\n' "$p" "${e:--}" "${tps:--}" "${sps:--}" "${r:+${r}x}" "$st"
+    [[ "$st" == ok && -n "${NOT_SHM[$p]:-}" ]] && { st=not-shm; ANY_FAIL=1; }
+    printf '%-10s  %10s  %10s  %12s  %8s  %s\n' "$p" "${e:--}" "${tps:--}" "${sps:--}" "${r:+${r}x}" "$st"
     echo "$p,$NTX,$NSTMT,$RUNS,$e,$tps,$sps,$r,$st" >>"$CSV"
 done
-[[ " $PATHS " == *" shim "* ]] || echo "(shim row skipped: $SHIM not found)"
+[[ -n "$(shim_paths)" ]] || echo "(no shim rows: none asked for, or $SHIM not found)"
 echo "vs tcp = elapsed(tcp) / elapsed(path): above 1 is faster than TCP"
 echo "csv: $CSV"
 echo "total time: $(( $(date +%s) - t_start )) s"

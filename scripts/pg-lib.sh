@@ -13,7 +13,8 @@
 #   pg_cluster_restart DIR [--preload LIB] [--conf ...]   stop + start on the recorded port
 #   pg_throwaway_start [--preload LIB] [--conf ...]
 #       create a cluster in a fresh temp dir on a free port and register an EXIT/INT/TERM/HUP trap
-#       that destroys it.  Sets PG_DIR, PG_PORT, PG_LOG.  May be called several times.
+#       that destroys it, plus a watchdog (own session) that destroys it if this script is killed
+#       outright.  Sets PG_DIR, PG_PORT, PG_LOG.  May be called several times.
 #   pg_on_exit 'shell command'     run a command from the same trap (LIFO); use instead of `trap`
 #   pg_run CMD ARGS...             run a long client command so that Ctrl-C aborts the script at once
 #
@@ -28,7 +29,8 @@
 #   PG_SUPERUSER      database superuser created by initdb (default postgres)
 #   PG_SHARED_BUFFERS shared_buffers (default 128MB)
 #   PG_TMPDIR         where throwaway clusters go (default ${TMPDIR:-/tmp})
-#   PG_KEEP=1         throwaway clusters are stopped but their directory is kept (debugging)
+#   PG_KEEP=1         throwaway clusters are stopped but their directory is kept (debugging; must be
+#                     in the environment, the watchdog reads it too)
 #   PG_START_TIMEOUT  seconds pg_ctl waits for the server (default 60)
 #   PG_CLIENT_AS_OWNER=1  (default) when run as root, clients (pgbench, psql) also run as $PG_OS_USER:
 #                     librdmasock upgrades a connection only between processes of the same user

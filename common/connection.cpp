@@ -660,6 +660,10 @@ void Connection::drain_locked() {
                 RS_LOG(debug, "fd %d: the peer reports its transport failed", fd_);
                 peer_reset_.store(true);
             }
+            // A short read emptied the socket: skip the recv that would only say
+            // EAGAIN (one syscall per wake-up). Bytes or a FIN arriving later make
+            // the fd readable again, and the next sleep drains them.
+            if (static_cast<size_t>(n) < sizeof buf) return;
             continue;
         }
         if (n == 0) {

@@ -731,10 +731,11 @@ int Connection::shutdown(int how) {
 
 void Connection::close_last_reference() {
     RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
-    Phase ph = phase();
-    if (role_ == Role::server && (ph == Phase::undecided || ph == Phase::strip_hello)) {
+    if (role_ == Role::server && phase() == Phase::strip_hello) {
         // A HELLO left unread turns the kernel's close into a RST, which destroys
-        // what the client has not read yet of the bytes this server wrote.
+        // what the client has not read yet of the bytes this server wrote. Only
+        // after our own write: an untouched socket may be a forked child's to
+        // negotiate (a postmaster closing its copy must not eat the HELLO).
         std::lock_guard<std::mutex> lk(handshake_mu_);
         bool eof, empty;
         auto r = peek_message(&eof, &empty);

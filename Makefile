@@ -75,7 +75,7 @@ check: all asan
 	BUILD=$(BUILD) scripts/run-tests --asan
 
 # Robustness (docs/robustness.md). fuzz: each libFuzzer target FUZZ_SECONDS in turn (clang);
-# robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race;
+# robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race, isolation;
 # tsan: the unit tests and the preloaded shim (threaded programs) under ThreadSanitizer.
 FUZZ_SECONDS ?= 60
 fuzz:
@@ -95,6 +95,6 @@ bench: all
 demo: bench
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -84,7 +84,7 @@ stress: all
 	BUILD=$(BUILD) STRESS_SCALE=$${STRESS_SCALE:-25} bash tests/integration/wake_stress.sh
 
 # Robustness (docs/robustness.md). fuzz: each libFuzzer target FUZZ_SECONDS in turn (clang);
-# robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race;
+# robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race, isolation;
 # tsan: the unit tests and the preloaded shim (threaded programs) under ThreadSanitizer.
 FUZZ_SECONDS ?= 60
 fuzz:
@@ -112,6 +112,6 @@ bench-pg: $(LIB)
 	SHIM=$(BUILD)/librdmasock.so benchmarks/pgbench.sh
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

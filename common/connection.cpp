@@ -813,10 +813,16 @@ int Connection::shutdown(int how) {
 
 void Connection::close_last_reference() {
     RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
-    // No draining of an unread HELLO here: the last close in THIS process is not
-    // the last reference when the socket was inherited across fork (PostgreSQL's
-    // postmaster closes its copy right after forking the backend, and draining
-    // there stole the backend's HELLO). See docs/robustness.md, bug 8.
+    if (role_ == Role::server && phase() == Phase::strip_hello) {
+        // A HELLO left unread turns the kernel's close into a RST, which destroys
+        // what the client has not read yet of the bytes this server wrote. Only
+        // after our own write: an untouched socket may be a forked child's to
+        // negotiate (a postmaster closing its copy must not eat the HELLO).
+        std::lock_guard<std::mutex> lk(handshake_mu_);
+        bool eof, empty;
+        auto r = peek_message(&eof, &empty);
+        if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);
+    }
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_) {
         std::lock_guard<std::mutex> lk(write_mu_);
         // Best effort: if the ring is full the kernel's FIN still ends the stream.

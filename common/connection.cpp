@@ -688,6 +688,7 @@ Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_
             if (ready()) return Wait::ready;
             cpu_relax();
         }
+        if (config_.spin_us) sched_yield();  // the peer may be queued on our CPU (docs/waiting.md)
     } while (now_us() < spin_end);
     for (;;) {
         bool may_sleep = arm_side(reader);

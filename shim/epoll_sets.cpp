@@ -1,5 +1,7 @@
 #include "epoll_sets.hpp"
 
+#include <sched.h>
+
 #include <cerrno>
 #include <mutex>
 #include <unordered_map>
@@ -219,7 +221,10 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
         if (timeout_ms > 0 && left <= 0) return 0;
         // Spin on the rings while the budget lasts.
         bool ready = false;
-        while (!ready && now_us() < spin_end) ready = collect(epfd, *set, out, max, false) > 0;
+        for (int i = 1; !ready && now_us() < spin_end; ++i) {
+            ready = collect(epfd, *set, out, max, false) > 0;
+            if (!ready && i % 16 == 0) sched_yield();  // the peer may be queued on our CPU (docs/waiting.md)
+        }
         if (ready) continue;
         // Sleep: arm, re-check, block in the kernel, drain doorbells.
         std::vector<std::pair<Connection*, int>> armed;

@@ -1,5 +1,7 @@
 #include "poll_engine.hpp"
 
+#include <sched.h>
+
 #include <cerrno>
 #include <chrono>
 #include <vector>
@@ -91,6 +93,7 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
         bool spun_ready = false;
         while (now_us() < spin_end && !spun_ready) {
             for (int i = 0; i < 32 && !spun_ready; ++i) spun_ready = evaluate_rings(t, fds) > 0;
+            if (!spun_ready) sched_yield();  // the peer may be queued on our CPU (docs/waiting.md)
         }
         if (spun_ready) continue;
         // Sleep: ask for doorbells, re-check, then block in the kernel.

@@ -1,21 +1,29 @@
 // Sleep/wake race stress: a plain TCP program (no shim code) run under
 // LD_PRELOAD by tests/integration/wake_stress.sh and `make stress`.
 //
-//   wake_stress BYTES WAIT [SEED]
+//   wake_stress SHAPE WAIT BYTES [SEED]
 //
-// Forks a client that connects to the parent. Both ends stream BYTES of a
-// patterned sequence to each other at once, with random pauses, and check every
-// byte they receive. With a small ring (RDMASOCK_RING_SIZE=4K) and a short spin
-// both readers and writers keep running dry and sleeping, so the doorbell path
-// carries most wake-ups. WAIT picks how a side waits:
+// Forks a client that connects to the parent; every byte either side receives
+// is checked against a patterned sequence. With a small ring
+// (RDMASOCK_RING_SIZE=4K) and a short spin, readers and writers keep running
+// dry and sleeping, so the doorbell path carries most wake-ups. Random pauses
+// on both sides move the races around.
+// SHAPE:
+//   echo      the client sends BYTES in rounds of a random window (up to three
+//             4K rings) and takes each round's echo back before the next: both
+//             ends sleep every round, writers on full rings included
+//   stream    both ends send BYTES to each other at once
+// WAIT picks how a side waits:
 //   poll      nonblocking I/O, poll or ppoll with random timeouts
 //   select    nonblocking I/O, select or pselect with random timeouts
 //   epoll     nonblocking I/O, level-triggered epoll_wait or epoll_pwait2
 //   epoll-et  the same, edge-triggered (I/O until EAGAIN before each wait)
-//   blocking  a reader and a writer thread per side, blocking calls with
-//             SO_RCVTIMEO/SO_SNDTIMEO of 50 ms
+//   blocking  blocking calls with SO_RCVTIMEO/SO_SNDTIMEO of 50 ms (stream: a
+//             reader and a writer thread per side; echo: two client threads)
 // Fails (exit 1) on a wrong or missing byte, a wait that overran its timeout by
 // more than 2 s, or no progress at all for 15 s (a lost wake-up never returns).
+// Prints per side the waits, timeouts, worst overrun and the I/O threads'
+// kernel sleeps (voluntary context switches; pauses that slept counted apart).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -423,25 +431,24 @@ void echo_blocking(Side& s) {
     timeval tv{0, 50000};
     setsockopt(s.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(s.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    auto timed = [&](auto call, size_t want) {  // retries EAGAIN (a timeout) after checking its overrun
+    auto timed = [&](auto call) {  // retries EAGAIN (a timeout) after checking its overrun
         for (;;) {
             int64_t t0 = now_us();
             ssize_t n = call();
             s.waits.fetch_add(1, std::memory_order_relaxed);
             if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
             note_timeout(s, 50000, now_us() - t0);
-            (void)want;
         }
     };
     std::vector<uint8_t> buf(16384);
     if (!s.client) {
         for (;;) {
-            ssize_t r = timed([&] { return recv(s.fd, buf.data(), random_size(s.seed, buf.size()), 0); }, 0);
+            ssize_t r = timed([&] { return recv(s.fd, buf.data(), random_size(s.seed, buf.size()), 0); });
             if (r == 0) break;
             if (r < 0) fail(s, strerror(errno));
             check_bytes(s, buf.data(), static_cast<size_t>(r));
             for (ssize_t off = 0; off < r;) {
-                ssize_t w = timed([&] { return send(s.fd, buf.data() + off, static_cast<size_t>(r - off), MSG_NOSIGNAL); }, 0);
+                ssize_t w = timed([&] { return send(s.fd, buf.data() + off, static_cast<size_t>(r - off), MSG_NOSIGNAL); });
                 if (w <= 0) fail(s, w < 0 ? strerror(errno) : "send returned 0");
                 off += w;
                 s.sent.fetch_add(static_cast<uint64_t>(w));
@@ -462,7 +469,7 @@ void echo_blocking(Side& s) {
             while (sent < end) {
                 size_t n = std::min<uint64_t>(random_size(wseed, out.size()), end - sent);
                 fill(out, n, sent, s.tx_salt);
-                ssize_t w = timed([&] { return send(s.fd, out.data(), n, MSG_NOSIGNAL); }, n);
+                ssize_t w = timed([&] { return send(s.fd, out.data(), n, MSG_NOSIGNAL); });
                 if (w <= 0) fail(s, w < 0 ? strerror(errno) : "send returned 0");
                 sent += static_cast<uint64_t>(w);
                 s.sent.store(sent);
@@ -475,7 +482,7 @@ void echo_blocking(Side& s) {
         count_sleeps(s);
     });
     for (;;) {
-        ssize_t r = timed([&] { return recv(s.fd, buf.data(), random_size(s.seed, buf.size()), 0); }, 0);
+        ssize_t r = timed([&] { return recv(s.fd, buf.data(), random_size(s.seed, buf.size()), 0); });
         if (r == 0) break;
         if (r < 0) fail(s, strerror(errno));
         check_bytes(s, buf.data(), static_cast<size_t>(r));

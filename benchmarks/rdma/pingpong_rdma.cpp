@@ -249,7 +249,7 @@ Summary run_tcp(size_t size, size_t iters, size_t warmup, const std::string& hos
 // p50 (5%: the emulated VM's noise at one size is of that order, often more). As a
 // noise-robust companion, the median gain of the sizes whose records can go inline
 // (payload <= max_inline_data - 8: 4-byte header and footer) and of those that cannot
-// (there both modes run the same code, so their spread is the noise).
+// (there only the 8-byte consumed-counter writes still differ).
 double median(std::vector<double> v) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -287,7 +287,7 @@ void print_crossover(const std::vector<Summary>& rows) {
     else
         std::printf("crossover: %zu B (from there on inline never gained >= 5%% at p50)\n", cross);
     std::printf("median gain: %+.1f%% over %zu sizes whose records go inline (payload <= %zu B), %+.1f%% over %zu "
-                "sizes that never do (noise)\n",
+                "sizes whose records never do\n",
                 median(within) * 100, within.size(), cap, median(beyond) * 100, beyond.size());
 }
 

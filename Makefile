@@ -33,7 +33,7 @@ BENCHES    := $(patsubst benchmarks/%.cpp,$(BUILD)/%,$(BENCH_SRC))
 LIB        := $(BUILD)/librdmasock.so
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: all test check test-unit test-asan asan bench demo clean test-rdma test-pg bench-pg stress fuzz robustness tsan
+.PHONY: all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-pg bench-pg stress fuzz robustness tsan
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -55,6 +55,13 @@ $(BUILD)/%: $(BUILD)/obj/tests/programs/%.o $(BUILD)/libcommon.a
 
 $(BUILD)/%: $(BUILD)/obj/benchmarks/%.o $(BUILD)/libcommon.a
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The RDMA ping-pong: the only benchmark linked with libibverbs (runs in the
+# Soft-RoCE VM; not part of `all`, so the host build needs no device).
+RDMA_BENCH_SRC := $(wildcard benchmarks/rdma/*.cpp)
+$(BUILD)/pingpong_rdma: $(call obj,$(RDMA_BENCH_SRC)) $(BUILD)/libcommon.a
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) -libverbs
+$(BUILD)/obj/benchmarks/rdma/%.o: CXXFLAGS += -Ibenchmarks
 
 # The test command README.md gives. Prints "N passed, N failed" at the end.
 test: all
@@ -98,10 +105,22 @@ tsan:
 	$(MAKE) SAN=tsan BUILD=build-tsan OPT=-O1 $(TSAN_BINS)
 	BUILD=build-tsan tests/robustness/tsan.sh
 
+# The benchmark suite: CSVs in benchmarks/results/, plots in docs/img/bench-*.png,
+# the page docs/benchmarks.md (generated). Calls bench-rdma when the VM is set up.
 bench: all
-	$(BUILD)/pingpong
+	BUILD=$(BUILD) scripts/bench
 
-demo: bench
+# The RDMA part alone, in the Soft-RoCE VM (scripts/rdma-vm-setup once).
+bench-rdma: all $(BUILD)/pingpong_rdma
+	BUILD=$(BUILD) scripts/bench-rdma
+
+# Inline vs no inline over the RDMA transport, 8 B..1 KiB: prints the crossover, plots the curve.
+rdmaInlineComparison: all $(BUILD)/pingpong_rdma
+	BUILD=$(BUILD) scripts/bench-rdma --inline-only
+
+# A quick 64-byte ping-pong over every host transport, with ratios against TCP.
+demo: all
+	$(BUILD)/pingpong --iters 100000 --warmup 10000
 
 # PostgreSQL end to end (docs/postgres.md): pgbench -c 4 -t 200 with the shim on server and client,
 # TPC-B invariant; and the pgbench benchmark over TCP, the Unix socket and the shim.

@@ -72,7 +72,7 @@ std::atomic_ref<T> at(uint8_t* p) {
 // ---------------------------------------------------------------- setup
 
 std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t ring_bytes, const std::string& fault,
-                                                     std::string& err) {
+                                                     std::string& err, uint32_t inline_wanted) {
     if (!dev.usable(err)) return nullptr;
     if (!ring::valid_capacity(ring_bytes)) {
         err = "invalid ring size " + std::to_string(ring_bytes);
@@ -124,7 +124,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     // Ask for 256 bytes of inline data; some devices refuse that, so step down.
     // What we got is read back below, never assumed.
     int last_errno = 0;
-    for (uint32_t want_inline : {kInlineWanted, 128u, 64u, 0u}) {
+    for (uint32_t want_inline : {std::max(inline_wanted, kInlineWanted), kInlineWanted, 128u, 64u, 0u}) {
         ibv_qp_init_attr ia{};
         ia.send_cq = t->cq_;
         ia.recv_cq = t->cq_;

@@ -35,6 +35,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -86,8 +87,10 @@ public:
     // fails the QP creation, "rdma-qp-rtr" is remembered for connect(). Returns
     // nullptr with a reason in err on failure. "rdma-dontfork" (a test hook, not a
     // failure) forces MADV_DONTFORK even on a copy-on-fork kernel.
+    // inline_wanted: the max_inline_data asked for first (benchmarks ask for more
+    // than kInlineWanted to sweep inline sizes; the device may give less).
     static std::unique_ptr<RdmaTransport> create(RdmaDevice& dev, uint64_t ring_bytes, const std::string& fault,
-                                                 std::string& err);
+                                                 std::string& err, uint32_t inline_wanted = kInlineWanted);
     ~RdmaTransport() override;
     RdmaTransport(const RdmaTransport&) = delete;
     RdmaTransport& operator=(const RdmaTransport&) = delete;
@@ -136,6 +139,9 @@ public:
     std::string error() const;
 
     uint32_t max_inline() const { return max_inline_; }  // as read back with ibv_query_qp
+    // Benchmarks: send inline only up to `bytes` (0: never), to measure what inline
+    // buys. Call before the first write.
+    void limit_inline(uint32_t bytes) { max_inline_ = std::min(max_inline_, bytes); }
     uint32_t sq_depth() const { return sq_depth_; }
     uint32_t signal_every() const { return signal_every_; }
     uint32_t path_mtu() const { return path_mtu_; }  // enum ibv_mtu, after connect

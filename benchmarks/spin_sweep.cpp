@@ -111,12 +111,10 @@ int connect_and_time(int port, size_t iters) {
     double wall = std::chrono::duration<double>(Clock::now() - w0).count();
     getrusage(RUSAGE_SELF, &r1);
     close(c);
-    auto cpu = [](const rusage& r) {
-        return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-               static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
-    };
-    auto s = rdmasock::bench::summarize("spin", kSize, std::move(ns), wall, cpu(r1) - cpu(r0));
-    printf("%.3f %.3f %.3f\n", s.p50_us, s.p99_us, s.cpu_us_per_rt);
+    auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    rdmasock::bench::Cpu cpu{secs(r1.ru_utime) - secs(r0.ru_utime), secs(r1.ru_stime) - secs(r0.ru_stime)};
+    auto s = rdmasock::bench::summarize("spin", kSize, std::move(ns), wall, cpu);
+    printf("%.3f %.3f %.3f\n", s.p50_us, s.p99_us, s.cpu_us_per_rt());
     return 0;
 }
 

@@ -249,8 +249,9 @@ Summary run_tcp(size_t size, size_t iters, size_t warmup, const std::string& hos
 // The crossover: the first size from which inline never again gains more than the
 // noise at p50. The noise is the largest |gain| among the sizes whose records can
 // never go inline (payload > max_inline_data - 8: 4-byte header and footer; there
-// only the 8-byte consumed-counter writes differ), at least 2%; 5% when the sweep
-// has no such size. The median gains within and beyond the cap are printed too.
+// only the 8-byte consumed-counter writes differ): twice their median |gain|, so
+// one outlier does not set it, at least 2%; 5% when the sweep has no such size.
+// The median gains within and beyond the cap are printed too.
 double median(std::vector<double> v) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -273,8 +274,9 @@ void print_crossover(const std::vector<Summary>& rows) {
                 std::printf("  %6zu B  no-inline %8.2f us  inline %8.2f us  gain %+6.1f%%%s\n", a.size, a.p50_us,
                             b.p50_us, g * 100, a.size <= cap ? "" : "  (never inline)");
             }
-    double noise = beyond.empty() ? 0.05 : 0.02;
-    for (double g : beyond) noise = std::max(noise, std::abs(g));
+    std::vector<double> beyond_abs;
+    for (double g : beyond) beyond_abs.push_back(std::abs(g));
+    const double noise = beyond.empty() ? 0.05 : std::max(0.02, 2 * median(beyond_abs));
     size_t cross = 0;
     for (size_t i = gains.size(); i-- > 0;) {
         if (gains[i].second > noise) break;

@@ -11,9 +11,9 @@
 
 namespace rdmasock {
 
-namespace {
-
 std::string errno_text(int e) { return std::string(strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+
+namespace {
 
 bool gid_is_zero(const ibv_gid& g) {
     for (uint8_t b : g.raw)

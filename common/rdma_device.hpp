@@ -22,6 +22,9 @@
 
 namespace rdmasock {
 
+// "Invalid argument (errno 22)": verbs calls return errno values.
+std::string errno_text(int e);
+
 class RdmaDevice {
 public:
     // Opens device `name` (empty: the first device whose port 1 is active), port 1,

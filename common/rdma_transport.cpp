@@ -11,6 +11,8 @@
 #include <cstring>
 #include <thread>
 
+#include "rdma_qp.hpp"
+
 namespace rdmasock {
 
 namespace {
@@ -22,7 +24,6 @@ constexpr size_t kScratchOne = 0;
 constexpr size_t kScratchZero = 8;
 constexpr size_t scratch_read_dst(uint64_t kind) { return 64 * kind; }
 
-std::string errno_text(int e) { return std::string(strerror(e)) + " (errno " + std::to_string(e) + ")"; }
 
 uint8_t* map_pages(uint64_t bytes, bool dontfork, std::string& err, const char* what) {
     size_t len = (bytes + kPage - 1) & ~(kPage - 1);
@@ -196,62 +197,11 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
     if (!(mirror_ = map_pages(mirror_bytes_, dontfork_, err, "send mirror"))) return false;
     if (!(mirror_mr_ = reg(pd_, mirror_, mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err))) return false;
 
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.pkey_index = 0;
-    a.port_num = dev_.port();
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-    if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-        err = "ibv_modify_qp(INIT) failed: " + errno_text(rc);
-        return false;
-    }
-
-    path_mtu_ = std::min<uint32_t>(dev_.active_mtu(), remote.mtu);
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = static_cast<ibv_mtu>(path_mtu_);
-    a.dest_qp_num = remote.qpn;
-    a.rq_psn = remote.psn;
-    a.max_dest_rd_atomic = 1;  // the peer has at most one READ outstanding (its max_rd_atomic)
-    a.min_rnr_timer = 12;
-    a.ah_attr.port_num = dev_.port();
-    a.ah_attr.sl = 0;
-    a.ah_attr.src_path_bits = 0;
-    if (dev_.is_roce()) {
-        // RoCE: every packet carries a GRH (RoCE v2: the IP header), addressed by GID.
-        a.ah_attr.is_global = 1;
-        std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
-        a.ah_attr.grh.sgid_index = static_cast<uint8_t>(dev_.gid_index());
-        a.ah_attr.grh.hop_limit = 64;
-        a.ah_attr.grh.traffic_class = 0;
-        a.ah_attr.grh.flow_label = 0;
-    } else {
-        a.ah_attr.is_global = 0;  // InfiniBand, same subnet: LID routed (untested here)
-        a.ah_attr.dlid = remote.lid;
-    }
-    int rc = fault_ == "rdma-qp-rtr" ? EINVAL : 0;
-    if (!rc)
-        rc = ibv_modify_qp(qp_, &a,
-                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    if (rc) {
-        err = "ibv_modify_qp(RTR) failed: " + errno_text(rc) + (fault_ == "rdma-qp-rtr" ? " [fault injection rdma-qp-rtr]" : "");
-        return false;
-    }
-
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;    // 4.096 us * 2^14 = 67 ms per transport retry
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;   // no receives are posted, so RNR never happens; 7 = retry forever
-    a.sq_psn = psn_;
-    a.max_rd_atomic = 1;
-    if ((rc = ibv_modify_qp(qp_, &a,
-                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                IBV_QP_MAX_QP_RD_ATOMIC))) {
-        err = "ibv_modify_qp(RTS) failed: " + errno_text(rc);
-        return false;
-    }
+    RcQpSettings qs;
+    qs.remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    qs.local_psn = psn_;
+    qs.fail_rtr = fault_ == "rdma-qp-rtr";
+    if (!rc_qp_connect(dev_, qp_, remote, qs, path_mtu_, err)) return false;
     remote_ = remote;
     auto* consumed = reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed));
     writer_ = std::make_unique<ring::RingWriter>(remote.ring_bytes, sink_, consumed);

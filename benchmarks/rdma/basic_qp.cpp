@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rdma_qp.hpp"
 #include "ring_format.hpp"
 
 namespace rdmasock::bench {
@@ -16,8 +17,6 @@ namespace {
 
 constexpr size_t kPage = 4096;
 constexpr uint32_t kDepth = 64;
-
-std::string errno_text(int e) { return std::string(strerror(e)) + " (errno " + std::to_string(e) + ")"; }
 
 uint8_t* map(uint64_t bytes) {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -102,49 +101,11 @@ RdmaParams BasicQp::local_params() const {
 }
 
 bool BasicQp::connect(const RdmaParams& remote, std::string& err) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = dev_.port();
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
-    if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-        err = "ibv_modify_qp(INIT) failed: " + errno_text(rc);
-        return false;
-    }
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = static_cast<ibv_mtu>(std::min<uint32_t>(dev_.active_mtu(), remote.mtu));
-    a.dest_qp_num = remote.qpn;
-    a.rq_psn = remote.psn;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.port_num = dev_.port();
-    if (dev_.is_roce()) {
-        a.ah_attr.is_global = 1;
-        std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid, 16);
-        a.ah_attr.grh.sgid_index = static_cast<uint8_t>(dev_.gid_index());
-        a.ah_attr.grh.hop_limit = 64;
-    } else {
-        a.ah_attr.dlid = remote.lid;
-    }
-    if (int rc = ibv_modify_qp(qp_, &a,
-                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
-        err = "ibv_modify_qp(RTR) failed: " + errno_text(rc);
-        return false;
-    }
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = psn_;
-    a.max_rd_atomic = 1;
-    if (int rc = ibv_modify_qp(qp_, &a,
-                               IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                   IBV_QP_MAX_QP_RD_ATOMIC)) {
-        err = "ibv_modify_qp(RTS) failed: " + errno_text(rc);
-        return false;
-    }
+    RcQpSettings qs;
+    qs.remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+    qs.local_psn = psn_;
+    uint32_t path_mtu = 0;
+    if (!rc_qp_connect(dev_, qp_, remote, qs, path_mtu, err)) return false;
     remote_ = remote;
     return true;
 }

@@ -634,6 +634,15 @@ size_t Connection::readable_bytes() {
     return transport_->reader().readable_bytes();
 }
 
+uint64_t Connection::arrivals() {
+    if (phase() != Phase::upgraded) return 0;
+    std::lock_guard<std::mutex> lk(read_mu_);
+    ring::RingReader& rd = transport_->reader();
+    // The FIN record is never consumed and peer_closed_ never clears: +1 once, for good.
+    const bool ended = rd.fin_landed() || peer_closed_.load();
+    return rx_bytes_ + rd.readable_bytes() + (ended ? 1 : 0);
+}
+
 // ---------------------------------------------------------------- waiting
 
 bool Connection::arm_side(bool reader) {

@@ -63,6 +63,9 @@ public:
     ssize_t recv(const iovec* iov, int iovcnt, int flags);
     // Bytes readable now (FIONREAD), for upgraded connections.
     size_t readable_bytes();
+    // Grows with every byte that lands and once more when the end of stream
+    // lands: a change since the last EPOLLIN report is a new edge for EPOLLET.
+    uint64_t arrivals();
 
     // Readiness for poll/epoll. `wanted` is POLLIN|POLLOUT|POLLRDHUP...; the
     // result holds the poll bits true now. `kernel_events` receives what to

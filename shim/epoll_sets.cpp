@@ -81,7 +81,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         // An edge is new data since the last report (a monotonic count), or
         // writability regained: unseen since the report, or a send found the
         // ring full since (as TCP's SOCK_NOSPACE makes freed space a wake-up).
-        uint64_t landed = c.bytes_received() + c.readable_bytes() + ((ev & EPOLLRDHUP) ? 1 : 0);
+        uint64_t landed = c.arrivals();
         uint64_t full = c.send_full_count();
         bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);

@@ -27,17 +27,26 @@ namespace {
 
 int g_cmd = -1, g_ack = -1;  // pipes to and from the peer process
 
-// Peer side: 'w' + count writes that many bytes, 's' shutdown(SHUT_WR), 'c' close.
-[[noreturn]] void peer(int port, int cmd, int ack) {
+int connect_to(int port) {
     int c = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(3);
+    return c;
+}
+
+// Peer side: 'w' + count writes that many bytes, 's' shutdown(SHUT_WR), 'c' close,
+// 'n' a new connection (the old one is closed first).
+[[noreturn]] void peer(int port, int cmd, int ack) {
+    int c = connect_to(port);
     char op;
     while (read(cmd, &op, 1) == 1) {
-        if (op == 'w') {
+        if (op == 'n') {
+            close(c);
+            c = connect_to(port);
+        } else if (op == 'w') {
             unsigned char n;
             if (read(cmd, &n, 1) != 1) break;
             char buf[256];
@@ -111,6 +120,15 @@ std::string drain(int fd) {
 
 void on_alarm(int) {}
 
+// One byte settles the negotiation under the shim. The peer's first send waits
+// for our side to answer the handshake, so read before the ack.
+void warm_up(int s) {
+    char w1[2] = {'w', 1}, x;
+    if (write(g_cmd, w1, 2) != 2) exit(2);
+    out("warmup", recv(s, &x, 1, 0) == 1 ? "ok" : "failed");
+    if (read(g_ack, &x, 1) != 1) exit(2);
+}
+
 }  // namespace
 
 int main() {
@@ -132,14 +150,8 @@ int main() {
     g_cmd = cmd[1];
     g_ack = ack[0];
     int s = accept(l, nullptr, nullptr);
-    close(l);
-
-    // Warm-up: one byte settles the negotiation under the shim. The peer's first
-    // send waits for our side to answer the handshake, so read before the ack.
-    char w1[2] = {'w', 1}, x;
-    if (write(g_cmd, w1, 2) != 2) return 2;
-    out("warmup", recv(s, &x, 1, 0) == 1 ? "ok" : "failed");
-    if (read(g_ack, &x, 1) != 1) return 2;
+    char x;
+    warm_up(s);
 
     out("poll0 empty", poll_once(s, POLLIN, 0));
     out("nonblocking read empty", drain(s));
@@ -306,8 +318,26 @@ int main() {
     close(s);
     epoll_ctl(ep2, EPOLL_CTL_DEL, d, nullptr);
     out("closed fd epoll", epoll_once(ep2, 0));
-    tell('c');
     close(d);
+
+    // Edge-triggered EOF on a second connection: a FIN that lands after the data
+    // was drained is an edge of its own (no EPOLLRDHUP asked for).
+    if (write(g_cmd, "n", 1) != 1 || read(g_ack, &x, 1) != 1) return 3;
+    s = accept(l, nullptr, nullptr);
+    close(l);
+    warm_up(s);
+    ev.events = EPOLLIN | EPOLLET;
+    epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+    tell('w', 4);
+    out("epoll ET data before FIN", epoll_once(ep, 0));
+    out("drain", drain(s));
+    out("epoll ET drained", epoll_once(ep, 0));
+    tell('s');
+    out("epoll ET FIN after drain", epoll_once(ep, 0));
+    out("epoll ET FIN no new edge", epoll_once(ep, 0));
+    out("read EOF", drain(s));
+    close(s);
+    tell('c');
     if (write(g_cmd, "q", 1) != 1) return 3;
     waitpid(pid, nullptr, 0);
     out("done", "ok");

@@ -8,6 +8,7 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 LIB=$(readlink -f "$BUILD/librdmasock.so")
 IDLE_S=${IDLE_S:-5}
+. "$(dirname "$0")/helpers/free_port.sh"
 tmp=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
@@ -22,7 +23,7 @@ wait_for_line() {  # file text
 
 fail=0
 for mode in recv poll epoll; do
-    port=$((20000 + RANDOM % 20000))
+    port=$(free_port)
     rm -f "$tmp"/*
     mkfifo "$tmp/stop"
     LD_PRELOAD=$LIB RDMASOCK_STATS=1 "$BUILD/idle_check" serve $port $mode >"$tmp/srv.out" 2>"$tmp/srv.err" &

@@ -6,16 +6,16 @@
 set -euo pipefail
 BUILD=${BUILD:-build}
 LIB=$(readlink -f "$BUILD/librdmasock.so")
+. "$(dirname "$0")/helpers/free_port.sh"
 tmp=$(mktemp -d); trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$tmp"' EXIT
-port_base=$((20000 + RANDOM % 20000))
 run() {  # name spin_us bytes rounds
     for i in $(seq 1 "$4"); do
-        p=$((port_base + i)); port_base=$((port_base + 1))
+        p=$(free_port)
         LD_PRELOAD=$LIB RDMASOCK_STATS=1 RDMASOCK_SPIN_US=$2 timeout 60 "$BUILD/stream_check" serve $p 2>"$tmp/srv.txt" &
         srv=$!
         for _ in $(seq 1 100); do ss -ltn "sport = :$p" | grep -q LISTEN && break; sleep 0.05; done
         if ! LD_PRELOAD=$LIB RDMASOCK_STATS=1 RDMASOCK_SPIN_US=$2 timeout 60 "$BUILD/stream_check" send $p "$3" >"$tmp/cli.out" 2>"$tmp/cli.txt"; then
-            echo "FAIL: $1 round $i"; cat "$tmp/cli.out" "$tmp/cli.txt"; exit 1
+            echo "FAIL: $1 round $i (port $p)"; cat "$tmp/cli.out" "$tmp/cli.txt"; echo "server:"; cat "$tmp/srv.txt"; exit 1
         fi
         wait $srv || { echo "FAIL: $1 server round $i"; cat "$tmp/srv.txt"; exit 1; }
         grep -q "transport=shm" "$tmp/cli.txt" || { echo "FAIL: $1 not on shm"; cat "$tmp/cli.txt"; exit 1; }

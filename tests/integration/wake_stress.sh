@@ -11,6 +11,7 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 LIB=$(readlink -f "$BUILD/librdmasock.so")
 SCALE=${STRESS_SCALE:-1}
+. "$(dirname "$0")/helpers/free_port.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export RDMASOCK_RING_SIZE=4K RDMASOCK_STATS=1
 total_waits=0 total_sleeps=0
@@ -38,7 +39,7 @@ for w in poll epoll epoll-et blocking; do run stream "$w" 10 0 $((seed + 3)); do
 
 # Blocking ping-pong of random-size messages with random pauses on both sides.
 rounds=$((50000 * SCALE))
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 LD_PRELOAD=$LIB RDMASOCK_SPIN_US=0 timeout 900 "$BUILD/stream_check" pause-echo $port 2>"$tmp/srv" &
 srv=$!
 if ! LD_PRELOAD=$LIB RDMASOCK_SPIN_US=0 timeout 900 "$BUILD/stream_check" pingpong $port $rounds >"$tmp/pp" 2>"$tmp/cli"; then

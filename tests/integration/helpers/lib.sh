@@ -37,6 +37,7 @@
 #   it_finish                       print PASS/FAIL summary and exit 0/1
 
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/free_port.sh"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 BUILD="${BUILD:-build}"
@@ -194,25 +195,10 @@ it_bg() { # VAR CMD...
 
 it_wait() { local rc=0; wait "$1" || rc=$?; _it_forget "$1"; return "$rc"; }
 
-_it_port_used() { # any socket (any state) with local port $1
-    local hex; hex=$(printf '%04X' "$1")
-    awk -v h="$hex" 'FNR > 1 { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
-        /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
 it_port_listening() {
     local hex; hex=$(printf '%04X' "$1")
     awk -v h="$hex" 'FNR > 1 { split($2, a, ":"); if (a[2] == h && $4 == "0A") f = 1 } END { exit !f }' \
         /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-it_free_port() {
-    local i port
-    for i in $(seq 1 200); do
-        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12768 ))
-        _it_port_used "$port" || { echo "$port"; return 0; }
-    done
-    it_die "no free TCP port found"
 }
 
 it_wait_listen() { # PORT [PID] [SECS] -- does not connect (a one-shot server would take it)
@@ -313,3 +299,5 @@ it_finish() {
     printf '  - %s\n' "${IT_FAILURES[@]}"
     exit 1
 }
+
+it_free_port() { free_port || it_die "no free TCP port found"; }

@@ -19,6 +19,7 @@ struct Config {
     TransportChoice transport = TransportChoice::automatic;
     uint64_t ring_bytes = 1 << 20;     // RDMASOCK_RING_SIZE: per direction, power of two
     uint32_t spin_us = 20;              // RDMASOCK_SPIN_US: busy-poll before sleeping (chosen by measurement: docs/waiting.md)
+    uint32_t spin_max_us = 200;         // RDMASOCK_SPIN_MAX_US: cap of the learned spin (spin_policy.hpp); <= spin_us: fixed spin
     LogLevel log_level = LogLevel::warn;  // RDMASOCK_LOG
     bool stats = false;                 // RDMASOCK_STATS
     uint32_t handshake_timeout_ms = 10000;  // RDMASOCK_HANDSHAKE_TIMEOUT_MS

@@ -86,7 +86,8 @@ const char* to_string(Phase p) {
 }
 
 Connection::Connection(int fd, Role role, bool nonblocking, const Config& config, const SocketOps& ops)
-    : fd_(fd), role_(role), nonblocking_(nonblocking), config_(config), ops_(ops) {
+    : fd_(fd), role_(role), nonblocking_(nonblocking), config_(config), ops_(ops),
+      spin_(config.spin_us, config.spin_max_us) {
     // A client stays plain unless set_offer() finds a shimmed peer.
     if (role == Role::client) phase_.store(Phase::plain);
 }
@@ -691,13 +692,19 @@ void Connection::drain_locked() {
 template <class Ready>
 Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_us) {
     const int64_t start = now_us();
-    const int64_t spin_end = start + config_.spin_us;
+    const int64_t spin_end = start + spin_.budget_us();
+    // Every way out (ready or timed out) teaches the spin policy how long waits last.
+    struct Learn {
+        SpinPolicy& policy;
+        int64_t start;
+        ~Learn() { policy.record(now_us() - start); }
+    } learn{spin_, start};
     do {
         for (int i = 0; i < 64; ++i) {
             if (ready()) return Wait::ready;
             cpu_relax();
         }
-        if (config_.spin_us) sched_yield();  // the peer may be queued on our CPU (docs/waiting.md)
+        if (spin_end > start) sched_yield();  // the peer may be queued on our CPU (docs/waiting.md)
     } while (now_us() < spin_end);
     for (;;) {
         bool may_sleep = arm_side(reader);

@@ -22,6 +22,7 @@
 
 #include "config.hpp"
 #include "handshake.hpp"
+#include "spin_policy.hpp"
 #include "transport.hpp"
 
 namespace rdmasock {
@@ -77,6 +78,8 @@ public:
     // false when the transport saw progress in flight (re-check, don't sleep).
     int arm(short wanted, bool* may_sleep);
     void disarm(int token);
+    // How long poll/epoll should spin for this connection, learned from its waits.
+    SpinPolicy& spin_policy() { return spin_; }
     // Sleep bracket for poll/epoll: try to own the doorbell stream while the
     // caller sleeps in the kernel; false when another thread owns it (the caller
     // must then sleep only briefly). end_sleep drains doorbells if owned.
@@ -163,6 +166,7 @@ private:
     uint64_t tx_bytes_ = 0, rx_bytes_ = 0;
     std::atomic<uint64_t> send_full_{0};
     std::string fallback_reason_;
+    SpinPolicy spin_;
 };
 
 // The pid cache the shim keeps current across fork (getpid() is a syscall).

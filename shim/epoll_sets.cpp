@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <mutex>
 #include <unordered_map>
@@ -97,8 +98,9 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     return ev;
 }
 
-// Collects ring readiness into out[0..max); returns the count.
-int collect(int epfd, EpollSet& set, epoll_event* out, int max, bool commit) {
+// Collects ring readiness into out[0..max); returns the count. With learn_since
+// >= 0 (a wait that began then), each connection reported learns how long it took.
+int collect(int epfd, EpollSet& set, epoll_event* out, int max, bool commit, int64_t learn_since = -1) {
     int n = 0;
     for (auto& [fd, in] : set.fds) {
         if (!ring_driven(in)) {
@@ -109,6 +111,7 @@ int collect(int epfd, EpollSet& set, epoll_event* out, int max, bool commit) {
         uint32_t ev = ring_events(in, &kev, commit && n < max);
         sync_kernel(epfd, fd, in, kev);
         if (ev && n < max) {
+            if (commit && learn_since >= 0) in.sock->conn->spin_policy().record(now_us() - learn_since);
             out[n].events = ev;
             out[n].data = in.data;
             ++n;
@@ -117,6 +120,14 @@ int collect(int epfd, EpollSet& set, epoll_event* out, int max, bool commit) {
         }
     }
     return n;
+}
+
+// The longest learned spin among the set's ring-driven connections.
+int64_t spin_budget_us(EpollSet& set) {
+    uint32_t b = 0;
+    for (auto& [fd, in] : set.fds)
+        if (ring_driven(in)) b = std::max(b, in.sock->conn->spin_policy().budget_us());
+    return b;
 }
 
 // Kernel events: tagged ones belong to tracked sockets (pass through those on
@@ -195,7 +206,8 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
     if (!set || max <= 0) return kernel_wait(out, max, timeout_ms);
     std::vector<epoll_event> k(static_cast<size_t>(max));
     const int64_t start = now_us();
-    const int64_t spin_end = start + config().spin_us;
+    const int64_t learn_since = timeout_ms != 0 ? start : -1;
+    int64_t spin_end = -1;  // set at the first look, from the learned spins (spin_policy.hpp)
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);
         bool any_ring = false;
@@ -211,14 +223,19 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
             if (n > 0 || timeout_ms == 0) return n;
             continue;  // only doorbells of sockets that just turned ring-driven: look again
         }
-        int n = collect(epfd, *set, out, max, true);
+        if (spin_end < 0) spin_end = start + spin_budget_us(*set);
+        int n = collect(epfd, *set, out, max, true, learn_since);
         if (n < max) {
             int nk = real::calls().epoll_wait(epfd, k.data(), max - n, 0);
             if (nk > 0) n = translate(*set, k.data(), nk, out, n, max);
         }
         if (n > 0 || timeout_ms == 0) return n;
         int64_t left = timeout_ms < 0 ? -1 : static_cast<int64_t>(timeout_ms) * 1000 - (now_us() - start);
-        if (timeout_ms > 0 && left <= 0) return 0;
+        if (timeout_ms > 0 && left <= 0) {
+            for (auto& [fd, in] : set->fds)
+                if (ring_driven(in)) in.sock->conn->spin_policy().record(now_us() - start);
+            return 0;
+        }
         // Spin on the rings while the budget lasts.
         bool ready = false;
         for (int i = 1; !ready && now_us() < spin_end; ++i) {
@@ -266,7 +283,7 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
         if (nk > 0) {
             lk.lock();
             n = translate(*set, k.data(), nk, out, 0, max);
-            if (n < max) n += collect(epfd, *set, out + n, max - n, true);
+            if (n < max) n += collect(epfd, *set, out + n, max - n, true, learn_since);
             if (n > 0) return n;
         }
     }

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <vector>
@@ -67,6 +68,20 @@ int full_check(std::vector<Tracked>& t, pollfd* fds, std::vector<pollfd>& k, nfd
     return count;
 }
 
+// The longest learned spin among the connections polled (spin_policy.hpp).
+int64_t spin_budget_us(const std::vector<Tracked>& t) {
+    uint32_t b = 0;
+    for (auto& e : t) b = std::max(b, e.sock->conn->spin_policy().budget_us());
+    return b;
+}
+
+// A wait ended: the connections it found ready (or, timed out, all of them)
+// learn how long it took.
+void learn(std::vector<Tracked>& t, int64_t waited_us, bool timed_out) {
+    for (auto& e : t)
+        if (timed_out || e.ready) e.sock->conn->spin_policy().record(waited_us);
+}
+
 }  // namespace
 
 bool any_shimmed(const pollfd* fds, nfds_t n) {
@@ -88,14 +103,20 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
     if (t.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     std::vector<pollfd> k(n);
     const int64_t start = now_us();
-    const int64_t spin_end = start + config().spin_us;
+    const int64_t spin_end = start + spin_budget_us(t);
     bool kernel_fresh = false;
     for (;;) {
         int count = full_check(t, fds, k, n, kernel_fresh);
         kernel_fresh = false;
-        if (count != 0 || timeout_us == 0) return count;
+        if (count != 0 || timeout_us == 0) {
+            if (timeout_us != 0) learn(t, now_us() - start, false);
+            return count;
+        }
         int64_t left = timeout_us < 0 ? -1 : timeout_us - (now_us() - start);
-        if (timeout_us > 0 && left <= 0) return 0;
+        if (timeout_us > 0 && left <= 0) {
+            learn(t, now_us() - start, true);
+            return 0;
+        }
         // Spin on the rings (no syscalls) while the spin budget lasts.
         bool spun_ready = false;
         while (now_us() < spin_end && !spun_ready) {

@@ -30,12 +30,13 @@ TEST_CASE("defaults with an empty environment") {
 TEST_CASE("valid values are applied") {
     std::vector<std::string> errors;
     Config c = parse({{"RDMASOCK_TRANSPORT", "shm"}, {"RDMASOCK_RING_SIZE", "256K"}, {"RDMASOCK_SPIN_US", "5"},
-                      {"RDMASOCK_STATS", "yes"}, {"RDMASOCK_LOG", "debug"}},
+                      {"RDMASOCK_SPIN_MAX_US", "0"}, {"RDMASOCK_STATS", "yes"}, {"RDMASOCK_LOG", "debug"}},
                      errors);
     CHECK(errors.empty());
     CHECK(c.transport == TransportChoice::shm);
     CHECK(c.ring_bytes == 256 * 1024);
     CHECK(c.spin_us == 5);
+    CHECK(c.spin_max_us == 0);
     CHECK(c.stats);
     CHECK(c.log_level == LogLevel::debug);
 }
@@ -47,6 +48,7 @@ TEST_CASE("each bad value is reported by name and falls back") {
     } cases[] = {{"RDMASOCK_TRANSPORT", "carrier-pigeon"}, {"RDMASOCK_RING_SIZE", "1000"},
                  {"RDMASOCK_RING_SIZE", "-4096"},         {"RDMASOCK_RING_SIZE", "99999999999999999999"},
                  {"RDMASOCK_SPIN_US", "-5"},              {"RDMASOCK_SPIN_US", "lots"},
+                 {"RDMASOCK_SPIN_MAX_US", "2000000"},     {"RDMASOCK_SPIN_MAX_US", "x"},
                  {"RDMASOCK_LOG", "loud"},                {"RDMASOCK_STATS", "maybe"},
                  {"RDMASOCK_HANDSHAKE_TIMEOUT_MS", "0"}};
     for (auto& k : cases) {

@@ -1,0 +1,67 @@
+// SpinPolicy: the learned spin follows the peer's answer time, stays within the
+// cap, and falls back to the base spin for slow or idle peers.
+#include <catch2/catch.hpp>
+
+#include "spin_policy.hpp"
+
+using rdmasock::SpinPolicy;
+
+namespace {
+void feed(SpinPolicy& p, int64_t us, int n) {
+    for (int i = 0; i < n; ++i) p.record(us);
+}
+}  // namespace
+
+TEST_CASE("spin policy starts at the base spin and needs a few samples") {
+    SpinPolicy p(20, 200);
+    CHECK(p.budget_us() == 20);
+    feed(p, 90, SpinPolicy::kMinSamples - 1);
+    CHECK(p.budget_us() == 20);
+    p.record(90);
+    CHECK(p.budget_us() == 128);  // 90 us waits end before the 128 us bucket bound
+}
+
+TEST_CASE("spin policy never spins less than the base") {
+    SpinPolicy p(20, 200);
+    feed(p, 1, 100);
+    CHECK(p.budget_us() == 20);
+}
+
+TEST_CASE("spin policy caps the spin, and a peer beyond the cap gets the base spin") {
+    SpinPolicy p(20, 200);
+    feed(p, 150, 50);  // bucket [128, 256) starts below the cap: spin up to the cap
+    CHECK(p.budget_us() == 200);
+    SpinPolicy slow(20, 200);
+    feed(slow, 5000, 50);  // an idle or slow peer: spinning would only burn CPU
+    CHECK(slow.budget_us() == 20);
+}
+
+TEST_CASE("spin policy covers 90% of the waits") {
+    SpinPolicy p(20, 1000);
+    feed(p, 40, 95);
+    feed(p, 700, 5);  // rare slow answers do not move the spin
+    CHECK(p.budget_us() == 64);
+    SpinPolicy q(20, 1000);
+    feed(q, 40, 50);
+    feed(q, 700, 50);  // half of them slow: cover them too
+    CHECK(q.budget_us() == 1000);
+}
+
+TEST_CASE("spin policy follows a peer that changes pace") {
+    SpinPolicy p(20, 200);
+    feed(p, 100, 200);
+    CHECK(p.budget_us() == 128);
+    feed(p, 1000000, 400);  // the connection went idle: old samples decay away
+    CHECK(p.budget_us() == 20);
+    feed(p, 50, 400);
+    CHECK(p.budget_us() == 64);
+}
+
+TEST_CASE("spin policy with a cap at or below the base spin is a fixed spin") {
+    SpinPolicy p(20, 0);
+    feed(p, 100, 100);
+    CHECK(p.budget_us() == 20);
+    SpinPolicy q(0, 0);
+    feed(q, 100, 100);
+    CHECK(q.budget_us() == 0);
+}

@@ -22,7 +22,8 @@ namespace rdmasock {
 
 class SpinPolicy {
 public:
-    // max_us <= base_us turns learning off: the budget is always base_us.
+    // max_us <= base_us turns learning off: the budget is always base_us. So does
+    // base_us == 0: RDMASOCK_SPIN_US=0 means "never spin, sleep at once".
     SpinPolicy(uint32_t base_us, uint32_t max_us);
 
     // Microseconds to spin in the next wait.

@@ -57,11 +57,11 @@ TEST_CASE("spin policy follows a peer that changes pace") {
     CHECK(p.budget_us() == 64);
 }
 
-TEST_CASE("spin policy with a cap at or below the base spin is a fixed spin") {
+TEST_CASE("spin policy with a cap at or below the base spin, or no base spin, is fixed") {
     SpinPolicy p(20, 0);
     feed(p, 100, 100);
     CHECK(p.budget_us() == 20);
-    SpinPolicy q(0, 0);
+    SpinPolicy q(0, 200);  // RDMASOCK_SPIN_US=0: the sleeping wait, never a spin
     feed(q, 100, 100);
     CHECK(q.budget_us() == 0);
 }

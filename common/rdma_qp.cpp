@@ -6,6 +6,22 @@
 
 namespace rdmasock {
 
+RdmaParams local_rc_params(const RdmaDevice& dev, const ibv_qp* qp, uint32_t psn, const void* ring, const ibv_mr* ring_mr,
+                           uint64_t ring_bytes, const void* ctrl, const ibv_mr* ctrl_mr) {
+    RdmaParams p;
+    std::memcpy(p.gid, dev.gid().raw, 16);
+    p.qpn = qp->qp_num;
+    p.psn = psn;
+    p.mtu = dev.active_mtu();
+    p.ring_addr = reinterpret_cast<uint64_t>(ring);
+    p.ring_rkey = ring_mr->rkey;
+    p.ring_bytes = ring_bytes;
+    p.ctrl_addr = reinterpret_cast<uint64_t>(ctrl);
+    p.ctrl_rkey = ctrl_mr->rkey;
+    p.lid = dev.is_roce() ? 0 : dev.lid();
+    return p;
+}
+
 bool rc_qp_connect(const RdmaDevice& dev, ibv_qp* qp, const RdmaParams& remote, const RcQpSettings& settings,
                    uint32_t& path_mtu, std::string& err) {
     ibv_qp_attr a{};

@@ -169,18 +169,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
 }
 
 RdmaParams RdmaTransport::local_params() const {
-    RdmaParams p;
-    std::memcpy(p.gid, dev_.gid().raw, 16);
-    p.qpn = qp_->qp_num;
-    p.psn = psn_;
-    p.mtu = dev_.active_mtu();
-    p.ring_addr = reinterpret_cast<uint64_t>(ring_);
-    p.ring_rkey = ring_mr_->rkey;
-    p.ring_bytes = ring_bytes_;
-    p.ctrl_addr = reinterpret_cast<uint64_t>(ctrl_);
-    p.ctrl_rkey = ctrl_mr_->rkey;
-    p.lid = dev_.is_roce() ? 0 : dev_.lid();
-    return p;
+    return local_rc_params(dev_, qp_, psn_, ring_, ring_mr_, ring_bytes_, ctrl_, ctrl_mr_);
 }
 
 bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {

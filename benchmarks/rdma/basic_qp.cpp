@@ -86,18 +86,7 @@ BasicQp::~BasicQp() {
 }
 
 RdmaParams BasicQp::local_params() const {
-    RdmaParams p;
-    std::memcpy(p.gid, dev_.gid().raw, 16);
-    p.qpn = qp_->qp_num;
-    p.psn = psn_;
-    p.mtu = dev_.active_mtu();
-    p.ring_addr = reinterpret_cast<uint64_t>(recv_);
-    p.ring_rkey = recv_mr_->rkey;
-    p.ring_bytes = bytes_;
-    p.ctrl_addr = reinterpret_cast<uint64_t>(words_);
-    p.ctrl_rkey = words_mr_->rkey;
-    p.lid = dev_.is_roce() ? 0 : dev_.lid();
-    return p;
+    return local_rc_params(dev_, qp_, psn_, recv_, recv_mr_, bytes_, words_, words_mr_);
 }
 
 bool BasicQp::connect(const RdmaParams& remote, std::string& err) {

@@ -95,8 +95,6 @@ public:
 
     // One line: transport, role and bytes each way (plain bytes are counted by the shim).
     std::string stats_line(uint64_t plain_tx, uint64_t plain_rx) const;
-    uint64_t bytes_sent() const { return tx_bytes_; }
-    uint64_t bytes_received() const { return rx_bytes_; }
     // How often a send found the ring full: TCP's SOCK_NOSPACE, after which
     // freed space is a new EPOLLOUT edge.
     uint64_t send_full_count() const { return send_full_.load(std::memory_order_relaxed); }

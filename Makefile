@@ -22,6 +22,7 @@ SHIM_SRC   := $(wildcard shim/*.cpp)
 UNIT_SRC   := $(wildcard tests/unit/*.cpp)
 PROG_SRC   := $(wildcard tests/programs/*.cpp)
 BENCH_SRC  := $(wildcard benchmarks/*.cpp)
+CLI_SRC    := $(wildcard tools/rdmasock/*.cpp)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ := $(call obj,$(COMMON_SRC))
@@ -31,10 +32,11 @@ PROGRAMS   := $(patsubst tests/programs/%.cpp,$(BUILD)/%,$(PROG_SRC))
 BENCHES    := $(patsubst benchmarks/%.cpp,$(BUILD)/%,$(BENCH_SRC))
 
 LIB        := $(BUILD)/librdmasock.so
+CLI        := $(BUILD)/rdmasock
 UNIT       := $(BUILD)/unit-tests
 
 .PHONY: all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-pg bench-pg stress fuzz robustness tsan
-all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES)
+all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES) $(CLI)
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -46,6 +48,10 @@ $(BUILD)/libcommon.a: $(COMMON_OBJ)
 # The shim is a plain shared object: no sanitizer runtime in the preload path.
 $(LIB): $(SHIM_OBJ) $(BUILD)/libcommon.a
 	$(CXX) -shared $(LDFLAGS) -o $@ $(SHIM_OBJ) $(BUILD)/libcommon.a $(LDLIBS) -Wl,--no-undefined
+
+# The rdmasock command (tools/rdmasock): run, stat, doctor.
+$(CLI): $(call obj,$(CLI_SRC)) $(BUILD)/libcommon.a
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(UNIT): $(UNIT_OBJ) $(BUILD)/libcommon.a
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lrt

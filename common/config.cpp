@@ -96,6 +96,11 @@ Config parse_config(const std::function<const char*(const char*)>& getenv_fn, st
             bad("RDMASOCK_HANDSHAKE_TIMEOUT_MS", v, "milliseconds from 1 to 600000", "10000");
         else c.handshake_timeout_ms = static_cast<uint32_t>(n);
     }
+    if (const char* v = getenv_fn("RDMASOCK_SHM_USERS")) {
+        if (!strcasecmp(v, "any")) c.shm_same_user_only = false;
+        else if (!strcasecmp(v, "same")) c.shm_same_user_only = true;
+        else bad("RDMASOCK_SHM_USERS", v, "any or same", "any");
+    }
     if (const char* v = getenv_fn("RDMASOCK_FAULT")) c.fault = v;
     if (const char* v = getenv_fn("RDMASOCK_DEVICE")) {
         bool ok = *v && std::strlen(v) < 64;

@@ -23,6 +23,7 @@ struct Config {
     LogLevel log_level = LogLevel::warn;  // RDMASOCK_LOG
     bool stats = false;                 // RDMASOCK_STATS
     uint32_t handshake_timeout_ms = 10000;  // RDMASOCK_HANDSHAKE_TIMEOUT_MS
+    bool shm_same_user_only = false;    // RDMASOCK_SHM_USERS=same: shared memory only between processes of one user
     std::string fault;                  // RDMASOCK_FAULT: test-only fault injection point
     std::string rdma_device;            // RDMASOCK_DEVICE: verbs device name; empty = first active port
     int gid_index = -1;                 // RDMASOCK_GID_INDEX: -1 = prefer a RoCE v2 IPv4-mapped GID

@@ -3,6 +3,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -81,6 +83,10 @@ const char* to_string(Phase p) {
         case Phase::upgraded: return "upgraded";
         case Phase::plain: return "plain";
         case Phase::failed: return "failed";
+        case Phase::rv_listen: return "rv_listen";
+        case Phase::rv_pending: return "rv_pending";
+        case Phase::rv_offered: return "rv_offered";
+        case Phase::rv_accepted: return "rv_accepted";
     }
     return "?";
 }
@@ -97,6 +103,34 @@ Connection::~Connection() = default;
 void Connection::set_offer(uint32_t offers) {
     offers_ = offers;
     phase_.store(offers ? Phase::undecided : Phase::plain, std::memory_order_release);
+}
+
+static ShmRendezvous::Options rendezvous_options(const Config& c) {
+    ShmRendezvous::Options o;
+    o.ring_bytes = c.ring_bytes;
+    o.same_user_only = c.shm_same_user_only;
+    o.fault = c.fault;
+    return o;
+}
+
+bool Connection::start_rendezvous_client() {
+    auto rv = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
+    if (config_.fault == "client-listen" || !rv->client_listen(fd_)) return false;
+    rv_ = std::move(rv);
+    side_tried_ = true;
+    phase_.store(Phase::rv_listen, std::memory_order_release);
+    return true;
+}
+
+void Connection::start_rendezvous_server() {
+    rv_ = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
+    side_tried_ = true;
+    phase_.store(Phase::rv_pending, std::memory_order_release);
+}
+
+int Connection::wake_fd() const {
+    Phase p = phase();
+    return (p == Phase::rv_accepted || p == Phase::upgraded) ? transport_->wake_fd() : -1;
 }
 
 void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
@@ -169,6 +203,9 @@ bool Connection::send_message(const handshake::Message& m) {
 void Connection::become_plain(const char* why) {
     fallback_reason_ = why;
     pending_.reset();
+    if (rv_) rv_->close();
+    // A transport handed over but never switched to stays alive (unused) until
+    // the connection ends: its eventfd may still be registered in an epoll set.
     phase_.store(Phase::plain, std::memory_order_release);
     RS_LOG(info, "fd %d: staying on tcp (%s)", fd_, why);
 }
@@ -401,8 +438,83 @@ bool Connection::progress_strip_hello() {
     return true;
 }
 
+// One step of the side-channel rendezvous. `may_syscall` false (readiness
+// queries): only look at shared memory.
+bool Connection::progress_rendezvous(bool may_syscall) {
+    using R = ShmRendezvous::Result;
+    std::unique_ptr<Transport> t;
+    switch (phase()) {
+        case Phase::rv_listen: {
+            if (!may_syscall) return false;
+            R r = rv_->client_step(fd_, t);
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            transport_ = std::move(t);
+            owner_pid_ = current_pid();
+            phase_.store(Phase::rv_accepted, std::memory_order_release);
+            RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);
+            return true;
+        }
+        case Phase::rv_pending: {
+            if (!may_syscall) return false;
+            R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
+            if (r == R::waiting) {
+                phase_.store(Phase::rv_offered, std::memory_order_release);
+                return true;
+            }
+            rv_.reset();
+            side_tried_ = false;
+            // No side channel: the client may still speak in band (RDMA).
+            if (config_.transport == TransportChoice::shm) become_plain("the client has no side channel");
+            else phase_.store(Phase::undecided, std::memory_order_release);
+            return true;
+        }
+        case Phase::rv_offered: {
+            if (!may_syscall) return false;
+            R r = rv_->server_step(fd_, t);
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            rv_.reset();
+            upgrade(std::move(t));
+            return true;
+        }
+        case Phase::rv_accepted: {
+            // The server's switch offset is its acceptance.
+            if (transport_->rx_switch()->load(std::memory_order_acquire) != RingControl::kNotSwitched) {
+                if (may_syscall) rv_.reset();
+                no_delay(fd_);
+                phase_.store(Phase::upgraded, std::memory_order_release);
+                RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
+                return true;
+            }
+            if (!may_syscall) return false;
+            auto r = rv_->client_confirmed();
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            no_delay(fd_);
+            phase_.store(Phase::upgraded, std::memory_order_release);
+            RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
+            return true;
+        }
+        default: return false;
+    }
+}
+
 bool Connection::progress_locked(bool app_wants_to_write) {
     switch (phase()) {
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered:
+        case Phase::rv_accepted: return progress_rendezvous(true);
         case Phase::undecided:
             return role_ == Role::client ? progress_client_offer() : progress_server_hello(app_wants_to_write);
         case Phase::offered: return progress_client_reply();
@@ -416,6 +528,8 @@ bool Connection::progress() {
     Phase ph = phase();
     if (ph == Phase::plain || ph == Phase::upgraded || ph == Phase::failed) return false;
     std::lock_guard<std::mutex> lk(handshake_mu_);
+    if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)
+        return progress_rendezvous(false);  // a readiness query does no I/O
     return progress_locked(false);
 }
 
@@ -433,6 +547,9 @@ bool Connection::settle(int flags, bool for_write) {
         Phase ph = phase();
         if (ph == Phase::upgraded || ph == Phase::plain || ph == Phase::failed) return true;
         if (for_write && ph == Phase::strip_hello) return true;
+        // The side-channel rendezvous never holds an application call back.
+        if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)
+            return true;
         if (nb) {
             errno = EAGAIN;
             return false;
@@ -459,6 +576,10 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
     switch (phase()) {
         case Phase::failed: errno = ECONNRESET; return -1;
         case Phase::upgraded: return ring_send(iov, iovcnt, flags);
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered:
+        case Phase::rv_accepted: return tcp_send(iov, iovcnt, flags);
         default: break;  // plain or strip_hello: the kernel carries it
     }
     msghdr mh{};
@@ -471,7 +592,11 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
     if (!settle(flags, false)) return -1;
     switch (phase()) {
         case Phase::failed: errno = ECONNRESET; return -1;
-        case Phase::upgraded: return ring_recv(iov, iovcnt, flags);
+        case Phase::upgraded:
+        case Phase::rv_accepted: return ring_recv(iov, iovcnt, flags);
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered: return tcp_recv(iov, iovcnt, flags);
         default: break;
     }
     msghdr mh{};
@@ -495,9 +620,101 @@ bool Connection::transport_failed() {
     return true;
 }
 
+// ---------------------------------------------------------------- side-channel data path
+
+ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
+    std::lock_guard<std::mutex> lk(write_mu_);
+    msghdr mh{};
+    mh.msg_iov = const_cast<iovec*>(iov);
+    mh.msg_iovlen = static_cast<size_t>(iovcnt);
+    ssize_t n = ops_.sendmsg(fd_, &mh, flags);
+    if (n > 0) tcp_tx_ += static_cast<uint64_t>(n);
+    return n;
+}
+
+ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
+    ssize_t n;
+    {
+        std::lock_guard<std::mutex> lk(read_mu_);
+        msghdr mh{};
+        mh.msg_iov = const_cast<iovec*>(iov);
+        mh.msg_iovlen = static_cast<size_t>(iovcnt);
+        n = ops_.recvmsg(fd_, &mh, flags);
+        if (n > 0 && !(flags & MSG_PEEK)) tcp_rx_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    }
+    // A shimmed server offers before its first byte leaves (shm_rendezvous.hpp):
+    // server bytes without an OFFER mean a server without the shim. A client that
+    // only sends gives up after a bounded number of calls.
+    int saved = errno;
+    if (phase() == Phase::rv_listen && (n > 0 || ++rv_calls_ > 64)) {
+        std::lock_guard<std::mutex> lk(handshake_mu_);
+        if (!progress_rendezvous(true) && phase() == Phase::rv_listen) become_plain("the server made no offer");
+    }
+    errno = saved;
+    return n;
+}
+
+void Connection::switch_tx_locked() {
+    if (tx_switched_) return;
+    tx_switched_ = true;
+    if (auto* sw = transport_->tx_switch()) {
+        sw->store(tcp_tx_, std::memory_order_release);
+        RS_LOG(debug, "fd %d: sends switch to the ring after %llu TCP bytes", fd_, static_cast<unsigned long long>(tcp_tx_));
+        ring_doorbell();  // a peer asleep on TCP must look at the switch offset
+    }
+}
+
+bool Connection::rx_on_tcp() {
+    auto* sw = transport_->rx_switch();
+    if (!sw) return false;
+    uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
+    if (at == RingControl::kNotSwitched) {
+        at = sw->load(std::memory_order_acquire);
+        if (at == RingControl::kNotSwitched) return true;
+        if (at < tcp_rx_.load(std::memory_order_relaxed)) {
+            // We already read more than that over TCP: the peer lies about the past.
+            RS_LOG(error, "fd %d: peer switch offset %llu is behind the %llu bytes received; resetting", fd_,
+                   static_cast<unsigned long long>(at), static_cast<unsigned long long>(tcp_rx_.load()));
+            peer_reset_.store(true);
+            rx_switch_at_.store(tcp_rx_.load());
+            return false;
+        }
+        rx_switch_at_.store(at, std::memory_order_release);
+    }
+    return tcp_rx_.load(std::memory_order_relaxed) < at;
+}
+
+bool Connection::tcp_readable() {
+    pollfd p{fd_, POLLIN, 0};
+    return ops_.poll(&p, 1, 0) > 0;
+}
+
+// Side-channel transports: the doorbell is the eventfd. After the peer switched,
+// its TCP stream carries nothing but the end of the connection, so a byte found
+// there was written around the shim: never dropped, never taken for data out of
+// order; the connection is reset loudly instead.
+void Connection::drain_side_channel_locked() {
+    transport_->drain_wake();
+    if (peer_closed_.load() || rx_on_tcp()) return;
+    char b;
+    ssize_t n = ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) {
+        RS_LOG(debug, "fd %d: peer closed its socket", fd_);
+        peer_closed_.store(true);
+    } else if (n > 0) {
+        RS_LOG(error, "fd %d: bytes on the TCP stream after the switch to the ring (written around the shim); resetting", fd_);
+        peer_reset_.store(true);
+        peer_closed_.store(true);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        peer_reset_.store(true);
+        peer_closed_.store(true);
+    }
+}
+
 void Connection::ring_doorbell() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!transport_->take_peer_reader_waiting()) return;
+    if (transport_->wake_fd() >= 0) return transport_->ring_peer();
     char b = 1;
     if (ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && (errno == EPIPE || errno == ECONNRESET)) {
         RS_LOG(debug, "fd %d: doorbell failed: %s", fd_, strerror(errno));
@@ -511,6 +728,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         errno = EIO;  // documented: an upgraded connection belongs to the process that upgraded it
         return -1;
     }
+    switch_tx_locked();
     const size_t want = iov_total(iov, iovcnt);
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     auto& w = transport_->writer();
@@ -569,6 +787,46 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     auto& rd = transport_->reader();
     size_t total = 0;
     for (;;) {
+        if (rx_on_tcp()) {
+            // Bytes the peer sent before its switch: from TCP, never past the offset.
+            uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
+            size_t room = want - total;
+            if (at != RingControl::kNotSwitched) room = std::min<uint64_t>(room, at - tcp_rx_.load());
+            IovCursor cur(iov, iovcnt, total);
+            size_t keep = 0;
+            int n = 0;
+            for (; n < cur.n && keep < room; ++n) {
+                if (cur.v[n].iov_len > room - keep) cur.v[n].iov_len = room - keep;
+                keep += cur.v[n].iov_len;
+            }
+            msghdr mh{};
+            mh.msg_iov = cur.v;
+            mh.msg_iovlen = static_cast<size_t>(n);
+            ssize_t got = want == 0 ? 0 : ops_.recvmsg(fd_, &mh, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
+            if (got > 0) {
+                total += static_cast<size_t>(got);
+                if (!peek) tcp_rx_.fetch_add(static_cast<uint64_t>(got), std::memory_order_relaxed);
+                if (!waitall || total == want) return static_cast<ssize_t>(total);
+                continue;
+            }
+            if (got == 0) return static_cast<ssize_t>(total);  // end of stream before the switch
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                return -1;
+            }
+            if (nb) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                errno = EAGAIN;
+                return -1;
+            }
+            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable(); }, true, timeout_for(false));
+            if (res == Wait::timeout) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                errno = EAGAIN;
+                return -1;
+            }
+            continue;
+        }
         IovCursor cur(iov, iovcnt, total);
         auto r = rd.readv(cur.v, cur.n, !peek);
         if (r.bytes > 0) {
@@ -578,8 +836,12 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 if (rd.unpublished() == 0) {  // we just told the writer about free space
                     std::atomic_thread_fence(std::memory_order_seq_cst);
                     if (transport_->take_peer_writer_waiting()) {
-                        char b = 1;
-                        ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        if (transport_->wake_fd() >= 0) {
+                            transport_->ring_peer();
+                        } else {
+                            char b = 1;
+                            ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        }
                     }
                 }
             }
@@ -629,19 +891,41 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     }
 }
 
+// Bytes waiting in the kernel socket (the peer's bytes before its switch). A raw
+// syscall: ioctl() is interposed, and for an upgraded fd it would ask us again.
+static size_t kernel_inq(int fd) {
+    int q = 0;
+    int saved = errno;
+    if (syscall(SYS_ioctl, fd, FIONREAD, &q) != 0) q = 0;
+    errno = saved;
+    return q > 0 ? static_cast<size_t>(q) : 0;
+}
+
 size_t Connection::readable_bytes() {
+    if (phase() == Phase::rv_accepted) return kernel_inq(fd_);
     if (phase() != Phase::upgraded) return 0;
     std::lock_guard<std::mutex> lk(read_mu_);
+    if (rx_on_tcp()) return kernel_inq(fd_);
     return transport_->reader().readable_bytes();
 }
 
 uint64_t Connection::arrivals() {
-    if (phase() != Phase::upgraded) return 0;
+    const Phase ph = phase();
+    if (ph != Phase::upgraded && ph != Phase::rv_accepted) return 0;
     std::lock_guard<std::mutex> lk(read_mu_);
+    if (ph == Phase::rv_accepted || rx_on_tcp()) {
+        // Still reading the peer's TCP bytes: what landed there, and its FIN once.
+        size_t q = kernel_inq(fd_);
+        char b;
+        int saved = errno;
+        bool fin = q == 0 && ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+        errno = saved;
+        return tcp_rx_.load() + q + (fin ? 1 : 0);
+    }
     ring::RingReader& rd = transport_->reader();
     // The FIN record is never consumed and peer_closed_ never clears: +1 once, for good.
     const bool ended = rd.fin_landed() || peer_closed_.load();
-    return rx_bytes_ + rd.readable_bytes() + (ended ? 1 : 0);
+    return tcp_rx_.load() + rx_bytes_ + rd.readable_bytes() + (ended ? 1 : 0);
 }
 
 // ---------------------------------------------------------------- waiting
@@ -662,6 +946,7 @@ void Connection::disarm_side(bool reader) {
 }
 
 void Connection::drain_locked() {
+    if (transport_->wake_fd() >= 0) return drain_side_channel_locked();
     char buf[256];
     for (;;) {
         ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
@@ -738,8 +1023,11 @@ Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_
             ms = static_cast<int>((left + 999) / 1000);
         }
         if (!lk.owns_lock()) ms = ms < 0 ? 1 : std::min(ms, 1);
-        pollfd p{fd_, POLLIN, 0};
-        int rc = ops_.poll(&p, 1, ms);
+        // The TCP socket (doorbell bytes, the peer's bytes before its switch, its
+        // FIN or RST) and the transport's eventfd, if it has one.
+        pollfd p[2] = {{fd_, POLLIN, 0}, {transport_->wake_fd(), POLLIN, 0}};
+        if (p[1].fd >= 0 && peer_closed_.load()) p[0].fd = -1;  // its EOF stays readable: no busy loop
+        int rc = ops_.poll(p, p[1].fd >= 0 ? 2 : 1, ms);
         if (rc > 0 && lk.owns_lock()) drain_locked();
         if (lk.owns_lock()) lk.unlock();
         disarm_side(reader);
@@ -754,7 +1042,17 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     const short in = wanted & (POLLIN | POLLRDNORM);
     const short out = wanted & (POLLOUT | POLLWRNORM);
     switch (phase()) {
-        case Phase::plain: *kernel_events = wanted; return 0;
+        case Phase::plain:
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered: *kernel_events = wanted; return 0;
+        case Phase::rv_accepted: {
+            // Both directions still on TCP; the server may switch any moment (wake fd).
+            pollfd p{fd_, wanted, 0};
+            ops_.poll(&p, 1, 0);
+            *kernel_events = wanted;
+            return p.revents;
+        }
         case Phase::failed: return static_cast<short>(POLLERR | POLLHUP | in | out);
         case Phase::upgraded: break;
         case Phase::undecided:
@@ -772,6 +1070,18 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     }
     *kernel_events = POLLIN;  // doorbells and EOF
     short r = 0;
+    if (transport_->wake_fd() >= 0) {
+        if (peer_closed_.load()) *kernel_events = 0;  // its EOF stays readable: no busy loop
+        if (rx_on_tcp()) {
+            // The peer's bytes before its switch are still on TCP.
+            pollfd p{fd_, static_cast<short>(in | (wanted & POLLRDHUP)), 0};
+            ops_.poll(&p, 1, 0);
+            r |= p.revents;
+            if (out && (transport_->writer().has_space() || peer_reset_.load())) r |= out;
+            if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in);
+            return r;
+        }
+    }
     auto st = transport_->reader().poll();
     const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
     if (st == ring::RingStatus::ok) {
@@ -789,6 +1099,10 @@ short Connection::ready_events(short wanted, short* kernel_events) {
 }
 
 int Connection::arm(short wanted, bool* may_sleep) {
+    if (phase() == Phase::rv_accepted) {  // only our reader can be woken by the ring yet
+        if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) return *may_sleep &= arm_side(true), 1;
+        return 0;
+    }
     if (phase() != Phase::upgraded) return 0;
     int token = 0;
     if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) *may_sleep &= arm_side(true), token |= 1;
@@ -801,10 +1115,12 @@ void Connection::disarm(int token) {
     if (token & 2) disarm_side(false);
 }
 
-bool Connection::try_begin_sleep() { return phase() != Phase::upgraded || drain_mu_.try_lock(); }
+static bool has_rings(Phase p) { return p == Phase::upgraded || p == Phase::rv_accepted; }
+
+bool Connection::try_begin_sleep() { return !has_rings(phase()) || drain_mu_.try_lock(); }
 
 void Connection::end_sleep(bool owned) {
-    if (phase() != Phase::upgraded) return;
+    if (!has_rings(phase())) return;
     if (owned) {
         drain_locked();
         drain_mu_.unlock();
@@ -814,12 +1130,21 @@ void Connection::end_sleep(bool owned) {
 // ---------------------------------------------------------------- teardown
 
 int Connection::shutdown(int how) {
-    if (phase() != Phase::upgraded) return 0;
+    if (phase() != Phase::upgraded) {
+        // The kernel carries this one (the caller shuts the TCP socket down); a
+        // later switch to the ring must not reopen what the app closed.
+        if (has_rings(phase())) {
+            if (how == SHUT_RD || how == SHUT_RDWR) shut_rd_ = true;
+            if (how == SHUT_WR || how == SHUT_RDWR) shut_wr_ = true;
+        }
+        return 0;
+    }
     if (how == SHUT_RD || how == SHUT_RDWR) shut_rd_ = true;
     if ((how == SHUT_WR || how == SHUT_RDWR) && !shut_wr_) {
         std::lock_guard<std::mutex> lk(write_mu_);
         shut_wr_ = true;
         if (owned_by_this_process()) {
+            switch_tx_locked();  // the FIN record comes after every TCP byte
             // The FIN record follows the data in the ring; wait briefly for space.
             for (int i = 0; i < 1000 && transport_->writer().write_fin() == ring::RingStatus::would_block; ++i) usleep(1000);
             ring_doorbell();
@@ -842,6 +1167,7 @@ void Connection::close_last_reference() {
     }
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_) {
         std::lock_guard<std::mutex> lk(write_mu_);
+        switch_tx_locked();
         // Best effort: if the ring is full the kernel's FIN still ends the stream.
         if (transport_->writer().write_fin() == ring::RingStatus::ok) ring_doorbell();
         shut_wr_ = true;
@@ -853,7 +1179,8 @@ std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {
     const bool up = phase() == Phase::upgraded;
     snprintf(buf, sizeof buf, "stats fd=%d role=%s transport=%s tx_bytes=%llu rx_bytes=%llu%s%s", fd_,
              role_ == Role::client ? "client" : "server", up ? transport_->name() : "tcp",
-             static_cast<unsigned long long>(tx_bytes_ + plain_tx), static_cast<unsigned long long>(rx_bytes_ + plain_rx),
+             static_cast<unsigned long long>(tx_bytes_ + tcp_tx_ + plain_tx),
+             static_cast<unsigned long long>(rx_bytes_ + tcp_rx_.load() + plain_rx),
              fallback_reason_.empty() ? "" : " reason=", fallback_reason_.empty() ? "" : fallback_reason_.c_str());
     return up ? buf + transport_->stats_detail() : std::string(buf);
 }

@@ -7,7 +7,14 @@
 //   client: undecided -> offered -> upgraded | plain | failed
 //   server: undecided -> accepted -> upgraded | plain | failed
 //           undecided -> strip_hello -> plain   (the app wrote before any HELLO came)
-// plain means every call passes straight through to the kernel.
+//   same host, over the side channel (shm_rendezvous.hpp; nothing in the TCP stream):
+//   client: rv_listen -> rv_accepted -> upgraded | plain
+//   server: rv_pending -> rv_offered -> upgraded | plain
+//           rv_pending -> undecided   (the client has no side channel: maybe an in-band HELLO)
+// plain means every call passes straight through to the kernel. In the rv_*
+// phases the application's bytes travel over TCP and each call advances the
+// rendezvous a step; from rv_accepted on the peer may switch to the ring at any
+// moment, so a sleeper also waits on the transport's eventfd.
 #pragma once
 
 #include <poll.h>
@@ -22,6 +29,7 @@
 
 #include "config.hpp"
 #include "handshake.hpp"
+#include "shm_rendezvous.hpp"
 #include "spin_policy.hpp"
 #include "transport.hpp"
 
@@ -36,7 +44,8 @@ struct SocketOps {
 };
 
 enum class Role : uint8_t { client, server };
-enum class Phase : uint8_t { undecided, offered, accepted, strip_hello, upgraded, plain, failed };
+enum class Phase : uint8_t { undecided, offered, accepted, strip_hello, upgraded, plain, failed,
+                             rv_listen, rv_pending, rv_offered, rv_accepted };
 
 const char* to_string(Phase p);
 
@@ -49,6 +58,16 @@ public:
 
     Phase phase() const { return phase_.load(std::memory_order_acquire); }
     bool is_plain() const { return phase() == Phase::plain; }
+    // Readiness is the kernel's own (plain, or a rendezvous still all on TCP).
+    bool kernel_driven() const {
+        Phase p = phase();
+        return p == Phase::plain || p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered;
+    }
+    // Whether this connection went through the side-channel rendezvous (it then
+    // counts its own TCP bytes for the statistics line).
+    bool side_channel_tried() const { return side_tried_; }
+    // The eventfd this side sleeps on besides the TCP socket (-1: none).
+    int wake_fd() const;
     Role role() const { return role_; }
     int fd() const { return fd_; }
     void set_fd(int fd) { fd_ = fd; }
@@ -57,6 +76,11 @@ public:
     void set_timeouts(int64_t recv_us, int64_t send_us);
     // Client side: whether to send a HELLO at the first I/O (else plain at once).
     void set_offer(uint32_t offers);
+    // Same host, side channel. Client: before the kernel connect (the name must
+    // exist before the server can look for it); false leaves the phase alone.
+    bool start_rendezvous_client();
+    // Server: at accept; the first I/O in whichever process performs it offers.
+    void start_rendezvous_server();
 
     // Byte-stream calls for non-plain phases; return -1 with errno set on error.
     // `flags` are the socket MSG_* flags of the application call.
@@ -121,6 +145,17 @@ private:
     void become_failed(const char* why);
     void upgrade(std::unique_ptr<Transport> t);
 
+    bool progress_rendezvous(bool may_syscall);
+    // Kernel I/O in the rv_* phases, counting the bytes that went over TCP.
+    ssize_t tcp_send(const iovec* iov, int iovcnt, int flags);
+    ssize_t tcp_recv(const iovec* iov, int iovcnt, int flags);
+    // Side-channel transports: this side's sends switch to the ring (once).
+    void switch_tx_locked();
+    // Whether the next received byte comes from TCP (the peer has not switched,
+    // or we have not yet read up to its switch offset).
+    bool rx_on_tcp();
+    bool tcp_readable();
+    void drain_side_channel_locked();
     ssize_t ring_send(const iovec* iov, int iovcnt, int flags);
     ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
     void ring_doorbell();
@@ -162,6 +197,13 @@ private:
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
     int owner_pid_ = 0;
     uint64_t tx_bytes_ = 0, rx_bytes_ = 0;
+    std::unique_ptr<ShmRendezvous> rv_;
+    uint64_t tcp_tx_ = 0;                 // bytes sent over TCP before the ring took over
+    std::atomic<uint64_t> tcp_rx_{0};     // bytes received over TCP (side-channel path)
+    bool tx_switched_ = false;
+    std::atomic<uint64_t> rx_switch_at_{~0ull};  // the peer's switch offset, latched
+    bool side_tried_ = false;
+    int rv_calls_ = 0;                    // client: calls made while waiting for an OFFER
     std::atomic<uint64_t> send_full_{0};
     std::string fallback_reason_;
     SpinPolicy spin_;

@@ -14,6 +14,7 @@
 
 #include "ring_reader.hpp"
 #include "ring_writer.hpp"
+#include "memfd_segment.hpp"
 #include "shm_segment.hpp"
 
 namespace rdmasock {
@@ -23,6 +24,12 @@ struct RingControl {
     alignas(64) std::atomic<uint64_t> consumed{0};       // reader -> writer: flow control
     alignas(64) std::atomic<uint32_t> writer_waiting{0};  // writer sleeps until space frees
     alignas(64) std::atomic<uint32_t> reader_waiting{0};  // reader sleeps until a record lands
+    // Side-channel connections start on TCP: the writer of this ring stores here
+    // how many bytes it sent over TCP before its first ring byte (kNotSwitched:
+    // still on TCP). Its reader takes bytes from TCP up to that offset, then from
+    // the ring (docs/protocol.md, "Switching at a byte offset").
+    static constexpr uint64_t kNotSwitched = ~0ull;
+    alignas(64) std::atomic<uint64_t> switch_at{kNotSwitched};
 };
 
 class ShmChannel {
@@ -31,6 +38,13 @@ public:
     static std::unique_ptr<ShmChannel> create(uint64_t ring_capacity, std::string& err);
     // Side 1: maps the segment named by the peer and validates its header.
     static std::unique_ptr<ShmChannel> attach(const std::string& name, uint64_t ring_capacity, std::string& err);
+    // The same over a sealed, fully backed memfd (the side-channel path): side 0
+    // creates it (memfd_fd() is what to pass to the peer), side 1 maps the fd it
+    // received (taking ownership of it).
+    static std::unique_ptr<ShmChannel> create_sealed(uint64_t ring_capacity, std::string& err);
+    static std::unique_ptr<ShmChannel> attach_sealed(int fd, uint64_t ring_capacity, std::string& err);
+    int memfd_fd() const { return memfd_.fd(); }
+    void release_memfd() { memfd_.release_fd(); }
 
     ShmChannel(const ShmChannel&) = delete;
     ShmChannel& operator=(const ShmChannel&) = delete;
@@ -48,6 +62,10 @@ public:
 
 private:
     ShmChannel(ShmSegment segment, int side, uint64_t capacity);
+    ShmChannel(MemfdSegment segment, int side, uint64_t capacity);
+    void map_rings(uint8_t* base, uint64_t capacity);
+    static void init_segment(uint8_t* base, uint64_t capacity);
+    static bool check_segment(const uint8_t* base, uint64_t capacity, std::string& err);
 
     struct LocalSink final : ring::RecordSink {
         uint8_t* ring = nullptr;
@@ -62,7 +80,8 @@ private:
         }
     };
 
-    ShmSegment segment_;
+    ShmSegment segment_;  // named segment (in-band path), or
+    MemfdSegment memfd_;  // sealed memfd (side-channel path)
     int side_;
     RingControl* tx_control_;
     RingControl* rx_control_;

@@ -1,6 +1,10 @@
 // The same-host transport: a ShmChannel behind the Transport interface.
 #pragma once
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <memory>
 
 #include "shm_channel.hpp"
@@ -11,6 +15,30 @@ namespace rdmasock {
 class ShmTransport final : public Transport {
 public:
     explicit ShmTransport(std::unique_ptr<ShmChannel> channel) : ch_(std::move(channel)) {}
+    // Side-channel path: `mine` is the eventfd this side sleeps on, `peers` the
+    // one the peer sleeps on. Takes ownership of both.
+    ShmTransport(std::unique_ptr<ShmChannel> channel, int mine, int peers)
+        : ch_(std::move(channel)), wake_(mine), peer_wake_(peers) {}
+    ~ShmTransport() override {
+        if (wake_ >= 0) ::close(wake_);
+        if (peer_wake_ >= 0) ::close(peer_wake_);
+    }
+    int wake_fd() const override { return wake_; }
+    void ring_peer() override {
+        int saved = errno;
+        uint64_t one = 1;
+        // EAGAIN means the counter is huge: the peer has a wake-up pending anyway.
+        [[maybe_unused]] ssize_t n = ::write(peer_wake_, &one, sizeof one);
+        errno = saved;
+    }
+    void drain_wake() override {
+        int saved = errno;
+        uint64_t v;
+        [[maybe_unused]] ssize_t n = ::read(wake_, &v, sizeof v);
+        errno = saved;
+    }
+    std::atomic<uint64_t>* tx_switch() override { return wake_ >= 0 ? &ch_->tx_control().switch_at : nullptr; }
+    std::atomic<uint64_t>* rx_switch() override { return wake_ >= 0 ? &ch_->rx_control().switch_at : nullptr; }
     const char* name() const override { return "shm"; }
     ring::RingWriter& writer() override { return ch_->writer(); }
     ring::RingReader& reader() override { return ch_->reader(); }
@@ -38,6 +66,7 @@ public:
 
 private:
     std::unique_ptr<ShmChannel> ch_;
+    int wake_ = -1, peer_wake_ = -1;
 };
 
 }  // namespace rdmasock

@@ -13,10 +13,14 @@
 // write) returns; that READ fetches the peer's progress counter (records
 // posted / consumed published), and arm_* returns false when the peer had
 // already made progress the local ring cannot show yet (bytes in flight).
-// The doorbell is one byte on the connection's TCP socket, so poll/epoll on
-// the application's fd wake up.
+// The doorbell is one byte on the connection's TCP socket (in-band transports),
+// or an eventfd per direction that the transport owns (the side-channel shm
+// path: the TCP stream then carries nothing of ours, so any byte on it is the
+// application's). A sleeper waits on wake_fd() together with the TCP socket.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "ring_reader.hpp"
@@ -42,6 +46,16 @@ public:
     virtual void on_peer_ready() {}
     // The transport broke for good (RDMA: a queue-pair error); no byte moves any more.
     virtual bool failed() const { return false; }
+    // Out-of-band doorbells: the fd a sleeper of this side waits on (-1: the
+    // doorbell is a byte on the TCP socket), ring the peer's, consume ours.
+    virtual int wake_fd() const { return -1; }
+    virtual void ring_peer() {}
+    virtual void drain_wake() {}
+    // Side-channel connections switch each direction from TCP to the ring at a
+    // byte offset (shm_channel.hpp, RingControl::switch_at); null: the rings
+    // carry every byte from the start (in-band negotiation).
+    virtual std::atomic<uint64_t>* tx_switch() { return nullptr; }
+    virtual std::atomic<uint64_t>* rx_switch() { return nullptr; }
     // Extra words for the statistics line ("" or " key=value ...").
     virtual std::string stats_detail() const { return {}; }
 };

@@ -17,6 +17,7 @@ namespace rdmasock::shim {
 namespace {
 
 constexpr uint64_t kTag = 0xfeed5ec000000000ull;  // kernel-half addresses: never an app pointer
+constexpr uint64_t kWakeTag = 0xfeed5ed000000000ull;  // a transport's eventfd doorbell
 constexpr uint64_t kTagMask = 0xfffffff000000000ull;
 constexpr uint32_t kReadiness = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI;
 
@@ -30,6 +31,7 @@ struct Interest {
     uint64_t landed_at_report = ~0ull;  // EPOLLET: data that had arrived when we last reported EPOLLIN
     bool out_reported = false;           // EPOLLET: EPOLLOUT reported since it was last false
     uint64_t full_at_report = 0;         // EPOLLET: send_full_count() when EPOLLOUT was reported
+    int wake_fd = -1;                    // the transport's eventfd, registered in the kernel set
 };
 
 struct EpollSet {
@@ -53,11 +55,30 @@ std::shared_ptr<EpollSet> find_set(int epfd, bool create) {
     return s;
 }
 
-bool ring_driven(const Interest& in) { return in.sock->conn && !in.sock->conn->is_plain(); }
+bool ring_driven(const Interest& in) { return in.sock->conn && !in.sock->conn->kernel_driven(); }
+
+// The transport's eventfd sits in the kernel set from when the connection turns
+// ring-driven until it leaves the set: registered once, not at every wait.
+void sync_wake(int epfd, int fd, Interest& in, bool rd) {
+    int want = rd ? in.sock->conn->wake_fd() : -1;
+    if (want == in.wake_fd) return;
+    if (in.wake_fd >= 0) real::calls().epoll_ctl(epfd, EPOLL_CTL_DEL, in.wake_fd, nullptr);
+    in.wake_fd = -1;
+    if (want < 0) return;
+    epoll_event ev{EPOLLIN, {}};
+    ev.data.u64 = kWakeTag | static_cast<uint64_t>(fd);
+    if (real::calls().epoll_ctl(epfd, EPOLL_CTL_ADD, want, &ev) == 0) in.wake_fd = want;
+}
+
+void drop_wake(int epfd, Interest& in) {
+    if (in.wake_fd >= 0) real::calls().epoll_ctl(epfd, EPOLL_CTL_DEL, in.wake_fd, nullptr);
+    in.wake_fd = -1;
+}
 
 // Brings the kernel registration in line with the connection's phase.
 void sync_kernel(int epfd, int fd, Interest& in, short kernel_poll_events) {
     bool rd = ring_driven(in);
+    sync_wake(epfd, fd, in, rd);
     uint32_t want = rd ? static_cast<uint32_t>(static_cast<uint16_t>(kernel_poll_events)) : in.events;
     if (in.disabled && !rd) return;  // the kernel disabled its own oneshot
     if (want == in.kernel_events && rd == in.ring_driven) return;
@@ -135,6 +156,7 @@ int64_t spin_budget_us(EpollSet& set) {
 // the app's own.
 int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int n, int max) {
     for (int i = 0; i < nk && n < max; ++i) {
+        if ((k[i].data.u64 & kTagMask) == kWakeTag) continue;  // a doorbell: the rings answer
         if ((k[i].data.u64 & kTagMask) != kTag) {
             out[n++] = k[i];
             continue;
@@ -160,7 +182,7 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
         if (op == EPOLL_CTL_DEL)
             if (auto set = find_set(epfd, false)) {
                 std::lock_guard<std::mutex> lk(set->mu);
-                set->fds.erase(fd);
+                if (auto it = set->fds.find(fd); it != set->fds.end()) drop_wake(epfd, it->second), set->fds.erase(it);
             }
         return real::calls().epoll_ctl(epfd, op, fd, ev);
     }
@@ -168,7 +190,7 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     if (op == EPOLL_CTL_DEL) {
         if (set) {
             std::lock_guard<std::mutex> lk(set->mu);
-            set->fds.erase(fd);
+            if (auto it = set->fds.find(fd); it != set->fds.end()) drop_wake(epfd, it->second), set->fds.erase(it);
         }
         return real::calls().epoll_ctl(epfd, op, fd, ev);
     }
@@ -187,6 +209,7 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     kev.data.u64 = kTag | static_cast<uint64_t>(fd);
     int r = real::calls().epoll_ctl(epfd, op, fd, &kev);
     if (r != 0) return r;
+    if (auto it = set->fds.find(fd); it != set->fds.end()) in.wake_fd = it->second.wake_fd;  // MOD keeps it
     set->fds[fd] = in;
     if (ring_driven(in)) {
         short k = 0;
@@ -291,18 +314,18 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
 
 void epoll_forget(int fd, bool tracked_socket) {
     if (!g_any.load(std::memory_order_relaxed)) return;
-    std::vector<std::shared_ptr<EpollSet>> sets;
+    std::vector<std::pair<int, std::shared_ptr<EpollSet>>> sets;
     {
         std::lock_guard<std::mutex> lk(g_mu);
         g_sets->erase(fd);
         if (!tracked_socket) return;  // shim-internal fds (shm, registry) are in no set
-        for (auto& [epfd, set] : *g_sets) sets.push_back(set);
+        for (auto& [epfd, set] : *g_sets) sets.emplace_back(epfd, set);
     }
     // Set locks are taken without g_mu held: a thread inside collect() may hold a
     // set lock and need g_mu.
-    for (auto& set : sets) {
+    for (auto& [epfd, set] : sets) {
         std::lock_guard<std::mutex> lk(set->mu);
-        set->fds.erase(fd);
+        if (auto it = set->fds.find(fd); it != set->fds.end()) drop_wake(epfd, it->second), set->fds.erase(it);
     }
 }
 

@@ -33,7 +33,8 @@ ssize_t count(int fd, ssize_t n, bool tx) {
 // too. The phase only moves forward, so plain/strip_hello after the call means
 // the kernel carried its bytes.
 ssize_t settled(Socket& s, ssize_t n, bool tx) {
-    if (n > 0 && shim::config().stats) {
+    // (The side-channel path counts its TCP bytes itself.)
+    if (n > 0 && shim::config().stats && !s.conn->side_channel_tried()) {
         Phase ph = s.conn->phase();
         if (ph == Phase::plain || ph == Phase::strip_hello) (tx ? s.plain_tx : s.plain_rx).fetch_add(static_cast<uint64_t>(n));
     }

@@ -63,22 +63,35 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
     // Decide before connecting: a listener may accept and close (unpublishing
     // itself) before connect() even returns here.
     uint32_t offers = 0;
+    std::shared_ptr<Connection> side;  // same host: the side-channel rendezvous
     if (s && !s->conn) {
         const Config& cfg = shim::config();
         uint16_t port = registry::port_of(addr, len);
         if (cfg.transport != TransportChoice::tcp && port) {
-            bool here = registry::same_host(addr, len) && registry::is_published(port);
-            offers = client_offers(cfg.transport, here, !here && peer_matches(cfg.peers, addr, len));
+            bool local = registry::same_host(addr, len);
+            if (local && (cfg.transport == TransportChoice::automatic || cfg.transport == TransportChoice::shm)) {
+                // The side-channel name must exist before the server can look for it.
+                side = new_connection(fd, Role::client, s->nonblocking);
+                if (!side->start_rendezvous_client()) side.reset();
+            } else {
+                bool here = local && registry::is_published(port);
+                offers = client_offers(cfg.transport, here, !here && peer_matches(cfg.peers, addr, len));
+                offers &= ~handshake::kOfferShm;  // same host goes over the side channel only
+            }
         }
-        RS_LOG(debug, "fd %d: connect to port %u, offering %s", fd, port,
-               offers == handshake::kOfferShm ? "shm" : offers ? "rdma" : "nothing (plain tcp)");
+        RS_LOG(debug, "fd %d: connect to port %u, %s", fd, port,
+               side ? "side channel listening" : offers ? "offering rdma" : "nothing (plain tcp)");
     }
     int r = calls().connect(fd, addr, len);
     int saved = errno;
     if (s && !s->conn && (r == 0 || errno == EINPROGRESS)) {
-        auto c = new_connection(fd, Role::client, s->nonblocking);
-        if (offers) c->set_offer(offers);
-        s->conn = std::move(c);
+        if (side) {
+            s->conn = std::move(side);
+        } else {
+            auto c = new_connection(fd, Role::client, s->nonblocking);
+            if (offers) c->set_offer(offers);
+            s->conn = std::move(c);
+        }
     }
     errno = saved;
     return r;
@@ -122,6 +135,16 @@ static int accepted(int listen_fd, int fd, int flags) {
         auto s = std::make_shared<Socket>();
         s->nonblocking = flags & SOCK_NONBLOCK;
         s->conn = new_connection(fd, Role::server, s->nonblocking);
+        const TransportChoice t = shim::config().transport;
+        if (t == TransportChoice::automatic || t == TransportChoice::shm) {
+            sockaddr_storage peer{};
+            socklen_t plen = sizeof peer;
+            int saved = errno;
+            if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) == 0 &&
+                registry::same_host(reinterpret_cast<sockaddr*>(&peer), plen))
+                s->conn->start_rendezvous_server();
+            errno = saved;
+        }
         fd_table().put(fd, std::move(s));
     }
     return fd;
@@ -148,6 +171,7 @@ int shutdown(int fd, int how) {
     if (s && s->conn && !s->conn->is_plain()) {
         // Upgraded: the FIN travels in the ring; the kernel socket stays open for doorbells.
         if (s->conn->phase() == Phase::upgraded) return s->conn->shutdown(how);
+        s->conn->shutdown(how);  // records it; the kernel carries it below
     }
     return calls().shutdown(fd, how);
 }
@@ -201,7 +225,8 @@ int ioctl(int fd, unsigned long request, ...) {
             s->nonblocking = *static_cast<int*>(arg) != 0;
             if (s->conn) s->conn->set_nonblocking(s->nonblocking);
         }
-        if (s && s->conn && s->conn->phase() == Phase::upgraded && request == FIONREAD && arg) {
+        if (s && s->conn && (s->conn->phase() == Phase::upgraded || s->conn->phase() == Phase::rv_accepted) &&
+            request == FIONREAD && arg) {
             *static_cast<int*>(arg) = static_cast<int>(s->conn->readable_bytes());
             return 0;
         }

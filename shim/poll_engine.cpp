@@ -60,7 +60,7 @@ int full_check(std::vector<Tracked>& t, pollfd* fds, std::vector<pollfd>& k, nfd
     }
     for (nfds_t i = 0; i < n; ++i) fds[i].revents = k[i].revents;
     for (auto& e : t) {
-        if (e.sock->conn->is_plain()) continue;  // became plain: the kernel's answer is the answer
+        if (e.sock->conn->kernel_driven()) continue;  // the kernel's answer is the answer
         fds[e.idx].revents = static_cast<short>(e.ready | (k[e.idx].revents & (POLLERR | POLLHUP | POLLNVAL)));
     }
     int count = 0;
@@ -88,7 +88,7 @@ bool any_shimmed(const pollfd* fds, nfds_t n) {
     for (nfds_t i = 0; i < n; ++i) {
         if (!fd_table().contains(fds[i].fd)) continue;
         auto s = fd_table().get(fds[i].fd);
-        if (s && s->conn && !s->conn->is_plain()) return true;
+        if (s && s->conn && !s->conn->kernel_driven()) return true;
     }
     return false;
 }
@@ -98,7 +98,7 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
     for (nfds_t i = 0; i < n; ++i) {
         if (fds[i].fd < 0 || !fd_table().contains(fds[i].fd)) continue;
         auto s = fd_table().get(fds[i].fd);
-        if (s && s->conn && !s->conn->is_plain()) t.push_back({i, std::move(s)});
+        if (s && s->conn && !s->conn->kernel_driven()) t.push_back({i, std::move(s)});
     }
     if (t.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     std::vector<pollfd> k(n);
@@ -145,9 +145,16 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
         if (!ready) {
             for (nfds_t i = 0; i < n; ++i) k[i] = {fds[i].fd, fds[i].events, 0};
             for (auto& e : t) k[e.idx].events = e.kernel_events;
+            // Transports with their own doorbell (an eventfd) are woken through it.
+            k.resize(n);
+            for (auto& e : t)
+                if (int w = e.sock->conn->wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
             // Another thread owns a doorbell stream: it may swallow our doorbell, so nap briefly.
             int64_t nap = all_owned ? left : (left < 0 || left > 1000 ? 1000 : left);
-            rc = sleep_in_kernel(k.data(), n, nap, mask);
+            rc = sleep_in_kernel(k.data(), static_cast<nfds_t>(k.size()), nap, mask);
+            if (rc > 0)
+                for (size_t i = n; i < k.size(); ++i) rc -= k[i].revents != 0;  // doorbells are not the app's events
+            k.resize(n);
         }
         int saved = errno;
         for (auto& e : t) {
@@ -161,7 +168,7 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
         // The sleep's revents answer for the kernel, unless a connection left the
         // ring path meanwhile: its fd was polled for our events, not the app's.
         kernel_fresh = rc >= 0 && !ready;
-        for (auto& e : t) kernel_fresh = kernel_fresh && e.sock->conn->phase() == e.phase && !e.sock->conn->is_plain();
+        for (auto& e : t) kernel_fresh = kernel_fresh && e.sock->conn->phase() == e.phase && !e.sock->conn->kernel_driven();
     }
 }
 

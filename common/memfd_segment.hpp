@@ -1,0 +1,46 @@
+// The memory of a same-host connection: an anonymous memfd, fully backed and
+// sealed before the peer ever sees it.
+//
+// Why not a named /dev/shm segment: a name can be guessed, squatted or left
+// behind, and a tmpfs that fills up turns the first touch of an unbacked page
+// into SIGBUS. Here the creator allocates every page (fallocate) before use and
+// seals the size (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), so neither side can
+// later shrink it under the other's mapping. The fd travels to the peer with
+// SCM_RIGHTS over the side channel and is closed once mapped.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace rdmasock {
+
+class MemfdSegment {
+public:
+    MemfdSegment() = default;
+    MemfdSegment(const MemfdSegment&) = delete;
+    MemfdSegment& operator=(const MemfdSegment&) = delete;
+    MemfdSegment(MemfdSegment&& o) noexcept { *this = std::move(o); }
+    MemfdSegment& operator=(MemfdSegment&& o) noexcept;
+    ~MemfdSegment();
+
+    // Creates, backs, seals and maps `size` zeroed bytes. False with `err` on failure
+    // (the caller stays on TCP).
+    bool create(size_t size, std::string& err);
+    // Maps a segment received from the peer: it must be a memfd of exactly `size`
+    // bytes carrying all three seals. Takes ownership of `fd` either way.
+    bool attach(int fd, size_t size, std::string& err);
+    // The fd to pass to the peer (creator side; -1 after release_fd()).
+    int fd() const { return fd_; }
+    // The mapping outlives the fd: close it once the peer holds its own copy.
+    void release_fd();
+
+    void* data() const { return data_; }
+    size_t size() const { return size_; }
+
+private:
+    void* data_ = nullptr;
+    size_t size_ = 0;
+    int fd_ = -1;
+};
+
+}  // namespace rdmasock

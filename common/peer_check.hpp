@@ -1,0 +1,38 @@
+// Who may join a same-host connection: only the process at the other end of it.
+//
+// The kernel knows every TCP socket by its address pair. sock_diag answers, for
+// the pair (local, remote) of our connection seen from the peer's side, the
+// inode and owner uid of the peer's socket. A side-channel message carries its
+// sender's pid and uid, verified by the kernel (SCM_CREDENTIALS), and the fd
+// number the sender claims for its socket. The sender is the peer when:
+//   - its uid is the uid that owns the peer socket, and
+//   - /proc/<pid>/fd/<claimed fd> is that very socket, whenever we may look
+//     (same user, or root); a process of another user can only be checked by uid,
+//     and the uid check already excludes everyone but that user and root, who
+//     could take over the peer process anyway.
+// docs/protocol.md gives the whole argument.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace rdmasock::peer_check {
+
+struct SocketId {
+    uint64_t inode = 0;
+    uid_t uid = static_cast<uid_t>(-1);
+};
+
+// The TCP socket whose local address is `src` and remote address is `dst` (both
+// AF_INET or AF_INET6), by sock_diag. False with `err` when there is none.
+bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, SocketId& out, std::string& err);
+// Our own socket's inode (fstat).
+uint64_t inode_of(int fd);
+// Whether the process (pid, uid) claiming fd `claimed_fd` holds socket `expected`.
+// `same_user_only`: refuse peers of another uid than ours.
+bool holds(pid_t pid, uid_t uid, int claimed_fd, const SocketId& expected, bool same_user_only, std::string& why);
+
+}  // namespace rdmasock::peer_check

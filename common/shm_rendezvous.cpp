@@ -1,0 +1,175 @@
+#include "shm_rendezvous.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log.hpp"
+#include "ring_format.hpp"
+#include "shm_transport.hpp"
+#include "side_channel.hpp"
+
+namespace rdmasock {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x32565352;  // "RSV2"
+constexpr uint16_t kVersion = 1;
+enum : uint8_t { kOffer = 1, kAccept = 2, kConfirm = 3 };
+
+// The only message shape on the side channel. Fixed size, validated field by field.
+struct Wire {
+    uint32_t magic;
+    uint16_t version;
+    uint8_t type;
+    uint8_t reserved;
+    int32_t claimed_fd;   // the sender's fd number of its TCP socket (peer_check::holds)
+    uint32_t reserved2;
+    uint64_t ring_bytes;  // OFFER: the most the server wants; ACCEPT: what was created
+};
+static_assert(sizeof(Wire) == 24);
+
+Wire make(uint8_t type, int tcp_fd, uint64_t ring) {
+    Wire w{};
+    w.magic = kMagic, w.version = kVersion, w.type = type, w.claimed_fd = tcp_fd, w.ring_bytes = ring;
+    return w;
+}
+
+}  // namespace
+
+ShmRendezvous::~ShmRendezvous() { close(); }
+
+void ShmRendezvous::close() {
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    if (chan_fd_ >= 0) ::close(chan_fd_);
+    listen_fd_ = chan_fd_ = -1;
+}
+
+ShmRendezvous::Result ShmRendezvous::fail(std::string why) {
+    why_ = std::move(why);
+    close();
+    return Result::failed;
+}
+
+bool ShmRendezvous::peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote) {
+    socklen_t l1 = sizeof local, l2 = sizeof remote;
+    int saved = errno;
+    bool ok = ::getsockname(tcp_fd, reinterpret_cast<sockaddr*>(&local), &l1) == 0 &&
+              ::getpeername(tcp_fd, reinterpret_cast<sockaddr*>(&remote), &l2) == 0;
+    errno = saved;
+    return ok;
+}
+
+bool ShmRendezvous::client_listen(int tcp_fd) {
+    uint64_t ino = peer_check::inode_of(tcp_fd);
+    if (ino) listen_fd_ = side_channel::listen_for(ino);
+    return listen_fd_ >= 0;
+}
+
+ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
+    if (chan_fd_ < 0) {
+        if (listen_fd_ < 0) return fail("no side channel");
+        chan_fd_ = side_channel::accept_peer(listen_fd_);
+        if (chan_fd_ < 0) return Result::waiting;
+    }
+    Wire w{};
+    auto r = side_channel::receive(chan_fd_, &w, sizeof w);
+    if (r.bytes < 0 && r.error == 0) return Result::waiting;
+    side_channel::close_fds(r);  // an OFFER carries none
+    if (r.bytes != sizeof w || r.truncated || w.magic != kMagic || w.version != kVersion || w.type != kOffer)
+        return fail("malformed OFFER on the side channel");
+    // The server end of our connection: local/remote swapped.
+    sockaddr_storage local{}, remote{};
+    std::string err;
+    if (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))
+        return fail("cannot identify the server socket: " + err);
+    if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
+        return fail("OFFER refused: " + err);
+    uint64_t ring = ring::valid_capacity(w.ring_bytes) ? std::min(w.ring_bytes, opt_.ring_bytes) : opt_.ring_bytes;
+    std::unique_ptr<ShmChannel> ch;
+    if (opt_.fault == "shm-create") err = "fault injection shm-create";
+    else ch = ShmChannel::create_sealed(ring, err);
+    if (!ch) return fail("cannot create the rings: " + err);
+    int mine = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int peers = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (mine < 0 || peers < 0) {
+        if (mine >= 0) ::close(mine);
+        if (peers >= 0) ::close(peers);
+        return fail(std::string("eventfd: ") + strerror(errno));
+    }
+    auto t = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
+    Wire a = make(kAccept, tcp_fd, ring);
+    // The server sleeps on `peers` and rings `mine`.
+    int fds[3] = {t->channel().memfd_fd(), peers, mine};
+    if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 3)) return fail("cannot send ACCEPT");
+    t->channel().release_memfd();  // the mapping stays; the server has its own fd now
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+    transport = std::move(t);
+    return Result::done;
+}
+
+ShmRendezvous::Result ShmRendezvous::client_confirmed() {
+    if (chan_fd_ < 0) return Result::failed;
+    uint8_t b = 0;
+    auto r = side_channel::receive(chan_fd_, &b, 1);
+    side_channel::close_fds(r);
+    if (r.bytes < 0 && r.error == 0) return Result::waiting;
+    if (r.bytes == 1 && b == kConfirm) {
+        close();
+        return Result::done;
+    }
+    return fail("the server refused the side channel");
+}
+
+ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
+    sockaddr_storage local{}, remote{};
+    std::string err;
+    // The client end of our connection: its local address is our remote one.
+    if (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))
+        return fail("cannot identify the client socket: " + err);
+    chan_fd_ = side_channel::connect_to(peer_socket_.inode);
+    if (chan_fd_ < 0) return fail("the client has no side channel");
+    Wire o = make(kOffer, tcp_fd, opt_.ring_bytes);
+    if (!side_channel::send(chan_fd_, &o, sizeof o, nullptr, 0)) return fail("cannot send OFFER");
+    return Result::waiting;
+}
+
+ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
+    if (chan_fd_ < 0) return fail("no side channel");
+    Wire w{};
+    auto r = side_channel::receive(chan_fd_, &w, sizeof w);
+    if (r.bytes < 0 && r.error == 0) return Result::waiting;
+    struct Fds {  // closes whatever we do not keep
+        side_channel::Received& r;
+        ~Fds() { side_channel::close_fds(r); }
+    } guard{r};
+    if (r.bytes == 0) return fail("the client declined");
+    if (r.bytes != sizeof w || r.truncated || r.nfds != 3 || w.magic != kMagic || w.version != kVersion ||
+        w.type != kAccept || !ring::valid_capacity(w.ring_bytes) || w.ring_bytes > opt_.ring_bytes)
+        return fail("malformed ACCEPT on the side channel");
+    std::string err;
+    if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
+        return fail("ACCEPT refused: " + err);
+    int memfd = r.fds[0], mine = r.fds[1], peers = r.fds[2];
+    r.nfds = 0;  // ours now
+    auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);
+    if (!ch) {
+        ::close(mine), ::close(peers);
+        return fail("cannot map the client's rings: " + err);
+    }
+    // The client switches its sends on this byte; a close without it is a refusal.
+    const uint8_t confirm = kConfirm;
+    if (!side_channel::send(chan_fd_, &confirm, 1, nullptr, 0)) {
+        ::close(mine), ::close(peers);
+        return fail("cannot confirm on the side channel");
+    }
+    transport = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
+    close();
+    (void)tcp_fd;
+    return Result::done;
+}
+
+}  // namespace rdmasock

@@ -357,7 +357,10 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
     else if (config_.transport == TransportChoice::tcp) reply.reason = handshake::Reason::disabled;
     else {
         // Same host and same user: shared memory. Otherwise RDMA, if offered.
-        const bool want_shm = (m.offers & handshake::kOfferShm) && config_.transport != TransportChoice::rdma;
+        // Shared memory is never negotiated in band any more: only the side channel
+        // proves that the peer holds this very connection (shm_rendezvous.hpp). An
+        // in-band shm offer is declined like any transport we do not have.
+        const bool want_shm = false;
         const bool want_rdma = (m.offers & handshake::kOfferRdma) && config_.transport != TransportChoice::shm;
         auto shm_refusal = handshake::Reason::none;
         if (m.uid != static_cast<uint32_t>(geteuid())) shm_refusal = handshake::Reason::other_user;
@@ -443,6 +446,11 @@ bool Connection::progress_strip_hello() {
 bool Connection::progress_rendezvous(bool may_syscall) {
     using R = ShmRendezvous::Result;
     std::unique_ptr<Transport> t;
+    // A reader blocked in the kernel on the TCP socket (tcp_recv holds read_mu_)
+    // would sleep through the switch it cannot see: no step while one is there.
+    // It comes back with the peer's next TCP byte and takes the step itself.
+    std::unique_lock<std::mutex> no_reader(read_mu_, std::defer_lock);
+    if (may_syscall && !no_reader.try_lock()) return false;
     switch (phase()) {
         case Phase::rv_listen: {
             if (!may_syscall) return false;
@@ -635,7 +643,12 @@ ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
 ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     ssize_t n;
     {
-        std::lock_guard<std::mutex> lk(read_mu_);
+        std::unique_lock<std::mutex> lk(read_mu_);
+        const Phase ph = phase();
+        if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered) {
+            lk.unlock();  // another thread moved the rendezvous on meanwhile
+            return recv(iov, iovcnt, flags);
+        }
         msghdr mh{};
         mh.msg_iov = const_cast<iovec*>(iov);
         mh.msg_iovlen = static_cast<size_t>(iovcnt);
@@ -1155,6 +1168,16 @@ int Connection::shutdown(int how) {
 
 void Connection::close_last_reference() {
     RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
+    switch (phase()) {  // a connection that ended while its bytes still went over TCP
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered:
+        case Phase::rv_accepted:
+            if (fallback_reason_.empty()) fallback_reason_ = "closed before the switch";
+            if (rv_) rv_->close();
+            break;
+        default: break;
+    }
     if (role_ == Role::server && phase() == Phase::strip_hello) {
         // A HELLO left unread turns the kernel's close into a RST, which destroys
         // what the client has not read yet of the bytes this server wrote. Only

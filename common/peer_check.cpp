@@ -75,7 +75,7 @@ bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, Socke
                 out.inode = m->idiag_inode;
                 out.uid = m->idiag_uid;
                 ok = out.inode != 0;
-                if (!ok) err = "the peer socket has no inode yet";
+                if (!ok) err = "the peer closed before the switch";  // an orphan socket (FIN_WAIT, TIME_WAIT) has no inode
             } else if (h->nlmsg_type == NLMSG_ERROR) {
                 auto* e = static_cast<nlmsgerr*>(NLMSG_DATA(h));
                 err = std::string("sock_diag: ") + strerror(-e->error);
@@ -115,6 +115,7 @@ bool holds(pid_t pid, uid_t uid, int claimed_fd, const SocketId& expected, bool 
     if (n < 0) {
         // Another user's process: /proc hides its fds from us; the uid check stands.
         if (e == EACCES || e == EPERM) return true;
+        if (e == ENOENT || e == ESRCH) return why = "the peer closed before the switch", false;
         return why = std::string("cannot see the sender's socket: ") + strerror(e), false;
     }
     link[n] = 0;

@@ -103,7 +103,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     Wire a = make(kAccept, tcp_fd, ring);
     // The server sleeps on `peers` and rings `mine`.
     int fds[3] = {t->channel().memfd_fd(), peers, mine};
-    if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 3)) return fail("cannot send ACCEPT");
+    if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 3)) return fail(std::string("cannot send ACCEPT: ") + strerror(errno));
     t->channel().release_memfd();  // the mapping stays; the server has its own fd now
     ::close(listen_fd_);
     listen_fd_ = -1;

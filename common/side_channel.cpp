@@ -120,7 +120,7 @@ bool send(int fd, const void* buf, size_t len, const int* fds, int nfds) {
         std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
     }
     ssize_t n = ::sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-    errno = saved;
+    if (n == static_cast<ssize_t>(len)) errno = saved;  // on failure errno says why
     return n == static_cast<ssize_t>(len);
 }
 

@@ -5,7 +5,8 @@
   churn.py client PORT N STOPFILE    N connections one after the other, then print "done" and wait
                                      until STOPFILE exists (so that the script can measure us)
 
-Connection i does variant i % 5 (all must work exactly as over TCP):
+Connection i does variant i % 5 (all must work exactly as over TCP), after two one-byte round
+trips (except the idle one) that take it from TCP onto the rings:
   0 echo: send 1000 bytes, read the echo, close
   1 half-close: send 1000 bytes, shutdown(SHUT_WR), read the echo until EOF, close
   2 unread: send 1000 bytes, close without reading the echo (it is left in the ring)
@@ -65,6 +66,14 @@ def client(port, n, stopfile):
         if NODELAY:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
+            if v != 3:
+                # Two one-byte round trips first: a same-host connection starts on TCP
+                # and is on the rings once each side has seen the other's next call.
+                for _ in range(2):
+                    s.sendall(b"H")
+                    if s.recv(1) != b"H":
+                        print(f"client: connection {i} (variant {v}): prelude echo lost", flush=True)
+                        sys.exit(1)
             if v == 3:
                 pass
             elif v == 2:

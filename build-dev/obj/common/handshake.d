@@ -1,0 +1,3 @@
+build-dev/obj/common/handshake.o: common/handshake.cpp \
+ common/handshake.hpp
+common/handshake.hpp:

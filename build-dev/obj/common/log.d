@@ -1,0 +1,2 @@
+build-dev/obj/common/log.o: common/log.cpp common/log.hpp
+common/log.hpp:

@@ -1,0 +1,3 @@
+build-dev/obj/common/peer_check.o: common/peer_check.cpp \
+ common/peer_check.hpp
+common/peer_check.hpp:

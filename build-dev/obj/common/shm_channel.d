@@ -1,0 +1,12 @@
+build-dev/obj/common/shm_channel.o: common/shm_channel.cpp \
+ common/shm_channel.hpp common/ring_reader.hpp common/record_sink.hpp \
+ common/ring_format.hpp common/ring_io.hpp common/ring_writer.hpp \
+ common/memfd_segment.hpp common/shm_segment.hpp
+common/shm_channel.hpp:
+common/ring_reader.hpp:
+common/record_sink.hpp:
+common/ring_format.hpp:
+common/ring_io.hpp:
+common/ring_writer.hpp:
+common/memfd_segment.hpp:
+common/shm_segment.hpp:

@@ -1,0 +1,3 @@
+build-dev/obj/common/spin_policy.o: common/spin_policy.cpp \
+ common/spin_policy.hpp
+common/spin_policy.hpp:

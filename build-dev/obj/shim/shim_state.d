@@ -1,0 +1,23 @@
+build-dev/obj/shim/shim_state.o: shim/shim_state.cpp shim/shim_state.hpp \
+ common/config.hpp common/log.hpp common/peer_rules.hpp shim/fd_table.hpp \
+ common/connection.hpp common/handshake.hpp common/shm_rendezvous.hpp \
+ common/peer_check.hpp common/transport.hpp common/ring_reader.hpp \
+ common/record_sink.hpp common/ring_format.hpp common/ring_io.hpp \
+ common/ring_writer.hpp common/spin_policy.hpp shim/real_calls.hpp
+shim/shim_state.hpp:
+common/config.hpp:
+common/log.hpp:
+common/peer_rules.hpp:
+shim/fd_table.hpp:
+common/connection.hpp:
+common/handshake.hpp:
+common/shm_rendezvous.hpp:
+common/peer_check.hpp:
+common/transport.hpp:
+common/ring_reader.hpp:
+common/record_sink.hpp:
+common/ring_format.hpp:
+common/ring_io.hpp:
+common/ring_writer.hpp:
+common/spin_policy.hpp:
+shim/real_calls.hpp:

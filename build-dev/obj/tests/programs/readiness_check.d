@@ -1,0 +1,2 @@
+build-dev/obj/tests/programs/readiness_check.o: \
+ tests/programs/readiness_check.cpp

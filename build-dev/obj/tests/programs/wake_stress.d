@@ -1,0 +1,2 @@
+build-dev/obj/tests/programs/wake_stress.o: \
+ tests/programs/wake_stress.cpp

@@ -1,0 +1,1 @@
+build-dev/obj/tests/unit/main.o: tests/unit/main.cpp

@@ -1,0 +1,10 @@
+build-dev/obj/tests/unit/test_ring_hostile.o: \
+ tests/unit/test_ring_hostile.cpp tests/unit/local_ring.hpp \
+ common/ring_reader.hpp common/record_sink.hpp common/ring_format.hpp \
+ common/ring_io.hpp common/ring_writer.hpp
+tests/unit/local_ring.hpp:
+common/ring_reader.hpp:
+common/record_sink.hpp:
+common/ring_format.hpp:
+common/ring_io.hpp:
+common/ring_writer.hpp:

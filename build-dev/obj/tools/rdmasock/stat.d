@@ -1,0 +1,3 @@
+build-dev/obj/tools/rdmasock/stat.o: tools/rdmasock/stat.cpp \
+ tools/rdmasock/commands.hpp
+tools/rdmasock/commands.hpp:

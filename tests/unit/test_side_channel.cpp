@@ -1,0 +1,251 @@
+// The same-host side channel: sealed memfd rings, fd passing with credentials,
+// the peer check, and two Connections that start on TCP and switch to the rings
+// at a byte offset, driven directly over a real loopback TCP connection.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <future>
+#include <string>
+
+#include "connection.hpp"
+#include "memfd_segment.hpp"
+#include "peer_check.hpp"
+#include "shm_channel.hpp"
+#include "side_channel.hpp"
+
+using namespace rdmasock;
+
+namespace {
+
+const SocketOps kLibc{::recv, ::send, ::recvmsg, ::sendmsg, ::poll};
+
+// A loopback TCP pair whose client runs `before_connect` between socket() and connect().
+template <class F>
+std::pair<int, int> tcp_pair(F before_connect) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(l, 1) == 0);
+    getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    before_connect(c);
+    REQUIRE(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    int s = accept(l, nullptr, nullptr);
+    close(l);
+    return {c, s};
+}
+
+ssize_t send_str(Connection& c, const std::string& s) {
+    iovec v{const_cast<char*>(s.data()), s.size()};
+    return c.send(&v, 1, MSG_NOSIGNAL);
+}
+
+std::string recv_n(Connection& c, size_t n) {
+    std::string out(n, '\0');
+    size_t got = 0;
+    while (got < n) {
+        iovec v{out.data() + got, n - got};
+        ssize_t r = c.recv(&v, 1, 0);
+        if (r <= 0) break;
+        got += static_cast<size_t>(r);
+    }
+    out.resize(got);
+    return out;
+}
+
+// A client and a server Connection over one loopback pair, side channel armed.
+struct SidePair {
+    Config cfg;
+    std::unique_ptr<Connection> client, server;
+    int cfd = -1, sfd = -1;
+    explicit SidePair(Config c = {}) : cfg(std::move(c)) {
+        auto fds = tcp_pair([&](int fd) {
+            client = std::make_unique<Connection>(fd, Role::client, false, cfg, kLibc);
+            REQUIRE(client->start_rendezvous_client());
+        });
+        cfd = fds.first, sfd = fds.second;
+        server = std::make_unique<Connection>(sfd, Role::server, false, cfg, kLibc);
+        server->start_rendezvous_server();
+    }
+    ~SidePair() {
+        client.reset(), server.reset();
+        close(cfd), close(sfd);
+    }
+    // One request/answer round trip, both directions checked byte for byte.
+    void round(const std::string& req) {
+        auto srv = std::async(std::launch::async, [&] {
+            std::string got = recv_n(*server, req.size());
+            send_str(*server, "re:" + got);
+            return got;
+        });
+        REQUIRE(send_str(*client, req) == static_cast<ssize_t>(req.size()));
+        CHECK(recv_n(*client, req.size() + 3) == "re:" + req);
+        CHECK(srv.get() == req);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a sealed memfd segment is backed, cannot be resized, and is checked on attach") {
+    std::string err;
+    MemfdSegment seg;
+    REQUIRE(seg.create(1 << 16, err));
+    struct stat st {};
+    REQUIRE(fstat(seg.fd(), &st) == 0);
+    CHECK(st.st_blocks * 512 >= (1 << 16));
+    // Neither side can change the size under the other's mapping.
+    CHECK(ftruncate(seg.fd(), 4096) != 0);
+    CHECK(ftruncate(seg.fd(), 1 << 20) != 0);
+    CHECK(fallocate(seg.fd(), 0, 0, 1 << 20) != 0);
+    CHECK(fcntl(seg.fd(), F_ADD_SEALS, F_SEAL_WRITE) != 0);
+    // attach: right size and seals only.
+    MemfdSegment other;
+    CHECK_FALSE(other.attach(dup(seg.fd()), 1 << 17, err));
+    int plain = memfd_create("unsealed", MFD_CLOEXEC);
+    REQUIRE(ftruncate(plain, 1 << 16) == 0);
+    MemfdSegment unsealed;
+    CHECK_FALSE(unsealed.attach(plain, 1 << 16, err));
+    CHECK(err.find("sealed") != std::string::npos);
+    MemfdSegment good;
+    CHECK(good.attach(dup(seg.fd()), 1 << 16, err));
+}
+
+TEST_CASE("nothing of a same-host connection appears under /dev/shm") {
+    std::string err;
+    auto before = std::system("ls /dev/shm | grep -q rdmasock");
+    auto ch = ShmChannel::create_sealed(1 << 16, err);
+    REQUIRE(ch);
+    CHECK(std::system("ls /dev/shm | grep -q rdmasock") == before);
+}
+
+TEST_CASE("the side channel carries fds and the sender's kernel-checked credentials") {
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    int one = 1;
+    setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+    int pipefd[2];
+    REQUIRE(pipe(pipefd) == 0);
+    const char msg[] = "hello";
+    REQUIRE(side_channel::send(sv[0], msg, sizeof msg, pipefd, 2));
+    char buf[16];
+    auto r = side_channel::receive(sv[1], buf, sizeof buf);
+    CHECK(r.bytes == sizeof msg);
+    CHECK(r.pid == getpid());
+    CHECK(r.uid == geteuid());
+    REQUIRE(r.nfds == 2);
+    CHECK((fcntl(r.fds[0], F_GETFD) & FD_CLOEXEC));
+    side_channel::close_fds(r);
+    auto none = side_channel::receive(sv[1], buf, sizeof buf);
+    CHECK(none.bytes < 0);
+    CHECK(none.error == 0);  // nothing yet, not an error
+    close(pipefd[0]), close(pipefd[1]), close(sv[0]), close(sv[1]);
+}
+
+TEST_CASE("sock_diag finds the peer socket of a loopback connection and holds() checks the fd") {
+    auto [c, s] = tcp_pair([](int) {});
+    sockaddr_storage local{}, remote{};
+    socklen_t l1 = sizeof local, l2 = sizeof remote;
+    getsockname(c, reinterpret_cast<sockaddr*>(&local), &l1);
+    getpeername(c, reinterpret_cast<sockaddr*>(&remote), &l2);
+    peer_check::SocketId server_end;
+    std::string err;
+    REQUIRE(peer_check::find_socket(remote, local, server_end, err));
+    CHECK(server_end.inode == peer_check::inode_of(s));
+    CHECK(server_end.uid == geteuid());
+    std::string why;
+    CHECK(peer_check::holds(getpid(), geteuid(), s, server_end, false, why));
+    // The right process claiming the wrong fd (a forged pair) is refused.
+    CHECK_FALSE(peer_check::holds(getpid(), geteuid(), c, server_end, false, why));
+    CHECK_FALSE(peer_check::holds(getpid(), geteuid() + 1, s, server_end, false, why));
+    close(c), close(s);
+}
+
+TEST_CASE("side channel: both ends start on TCP, switch to the rings, every byte in order") {
+    SidePair p;
+    CHECK(p.client->phase() == Phase::rv_listen);
+    CHECK(p.server->phase() == Phase::rv_pending);
+    for (int i = 0; i < 6; ++i) p.round("request-" + std::to_string(i) + std::string(i * 1000, 'x'));
+    CHECK(p.client->phase() == Phase::upgraded);
+    CHECK(p.server->phase() == Phase::upgraded);
+    CHECK(p.client->stats_line(0, 0).find("transport=shm") != std::string::npos);
+    // Nothing of ours ever went into the TCP stream: it is empty now.
+    char b;
+    CHECK(recv(p.cfd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0);
+    CHECK(recv(p.sfd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0);
+}
+
+TEST_CASE("side channel: a server that never does I/O leaves the client on TCP") {
+    SidePair p;
+    // The server application reads through a path the shim does not see (stdio).
+    REQUIRE(send_str(*p.client, "GET /\n") == 6);
+    char buf[16];
+    CHECK(read(p.sfd, buf, sizeof buf) == 6);
+    REQUIRE(write(p.sfd, "200\n", 4) == 4);
+    CHECK(recv_n(*p.client, 4) == "200\n");
+    CHECK(p.client->phase() == Phase::plain);
+}
+
+TEST_CASE("side channel: a client without one leaves the server to the in-band path") {
+    auto [c, s] = tcp_pair([](int) {});
+    Config cfg;
+    Connection server(s, Role::server, false, cfg, kLibc);
+    server.start_rendezvous_server();
+    REQUIRE(send(c, "plain", 5, 0) == 5);
+    CHECK(recv_n(server, 5) == "plain");
+    CHECK(server.phase() == Phase::plain);
+    close(c), close(s);
+}
+
+TEST_CASE("side channel: ring creation failure keeps both on TCP with every byte") {
+    Config cfg;
+    cfg.fault = "shm-create";
+    SidePair p(cfg);
+    for (int i = 0; i < 4; ++i) p.round("r" + std::to_string(i));
+    CHECK(p.client->phase() == Phase::plain);
+    CHECK(p.server->phase() == Phase::plain);
+    CHECK(p.client->stats_line(0, 0).find("shm-create") != std::string::npos);
+}
+
+TEST_CASE("side channel: a stream in one direction switches mid-flow without loss") {
+    SidePair p;
+    constexpr size_t kTotal = 8 << 20;
+    auto writer = std::async(std::launch::async, [&] {
+        std::string chunk(4000, '\0');
+        size_t sent = 0;
+        while (sent < kTotal) {
+            for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<char>((sent + i) * 131 % 251);
+            size_t n = std::min(chunk.size(), kTotal - sent);
+            iovec v{chunk.data(), n};
+            ssize_t w = p.client->send(&v, 1, MSG_NOSIGNAL);
+            if (w <= 0) return false;
+            sent += static_cast<size_t>(w);
+        }
+        return true;
+    });
+    size_t got = 0;
+    bool ok = true;
+    char buf[8192];
+    while (got < kTotal && ok) {
+        iovec v{buf, sizeof buf};
+        ssize_t r = p.server->recv(&v, 1, 0);
+        if (r <= 0) break;
+        for (ssize_t i = 0; i < r; ++i) ok &= buf[i] == static_cast<char>((got + i) * 131 % 251);
+        got += static_cast<size_t>(r);
+        // The server answers now and then, which moves the rendezvous on.
+        if (got % (1 << 20) < sizeof buf) send_str(*p.server, "k");
+    }
+    CHECK(ok);
+    CHECK(got == kTotal);
+    CHECK(writer.get());
+}

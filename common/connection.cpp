@@ -590,6 +590,7 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
         case Phase::rv_accepted: return tcp_send(iov, iovcnt, flags);
         default: break;  // plain or strip_hello: the kernel carries it
     }
+    if (side_tried_) return tcp_send(iov, iovcnt, flags);  // it counts its bytes
     msghdr mh{};
     mh.msg_iov = const_cast<iovec*>(iov);
     mh.msg_iovlen = static_cast<size_t>(iovcnt);
@@ -607,6 +608,7 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
         case Phase::rv_offered: return tcp_recv(iov, iovcnt, flags);
         default: break;
     }
+    if (side_tried_) return tcp_recv(iov, iovcnt, flags);  // it counts its bytes
     msghdr mh{};
     mh.msg_iov = const_cast<iovec*>(iov);
     mh.msg_iovlen = static_cast<size_t>(iovcnt);
@@ -645,7 +647,7 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     {
         std::unique_lock<std::mutex> lk(read_mu_);
         const Phase ph = phase();
-        if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered) {
+        if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered && ph != Phase::plain) {
             lk.unlock();  // another thread moved the rendezvous on meanwhile
             return recv(iov, iovcnt, flags);
         }

@@ -1,8 +1,8 @@
 // An idle connection, for tests/integration/idle_cpu.sh: a plain TCP program
 // (no shim code) run under LD_PRELOAD on both ends.
 //
-//   idle_check serve PORT WAIT      accept, take one ping, then block in WAIT
-//   idle_check connect PORT WAIT    connect, ping, then block in WAIT
+//   idle_check serve PORT WAIT      accept, take two pings, then block in WAIT
+//   idle_check connect PORT WAIT    connect, ping twice, then block in WAIT
 //
 // WAIT is recv, poll or epoll. After the ping exchange (which settles the
 // negotiation) each side prints "idle" and blocks with an infinite timeout.
@@ -88,12 +88,16 @@ int main(int argc, char** argv) {
     const std::string how = argv[3];
     int fd = open_connection(server, atoi(argv[2]));
     if (server) {
-        if (!expect(fd, "ping") || send(fd, "pong", 4, 0) != 4) die("ping");
+        // Two exchanges: a same-host connection is on the rings once each side has
+        // seen the other's next call (the side-channel rendezvous).
+        for (int i = 0; i < 2; ++i)
+            if (!expect(fd, "ping") || send(fd, "pong", 4, 0) != 4) die("ping");
         printf("idle\n");
         wait_readable(fd, how);
         if (!expect(fd, "bye") || send(fd, "bye", 3, 0) != 3) die("bye");
     } else {
-        if (send(fd, "ping", 4, 0) != 4 || !expect(fd, "pong")) die("ping");
+        for (int i = 0; i < 2; ++i)
+            if (send(fd, "ping", 4, 0) != 4 || !expect(fd, "pong")) die("ping");
         std::thread stopper([fd] {  // sleeps in read(2) on stdin: no CPU until told
             char line[64];
             if (!fgets(line, sizeof line, stdin) || send(fd, "bye", 3, 0) != 3) die("stop");

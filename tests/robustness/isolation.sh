@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# tests/robustness/isolation.sh -- two users never share a ring (DESIGN.md: same user only).
+# tests/robustness/isolation.sh -- only the TCP peer can join a same-host connection (docs/protocol.md).
 #
 #   cross-user (both directions): a shimmed stream_check server run as `nobody` (setpriv) and a
-#       shimmed client run as root, then the reverse. The server DECLINEs ("peer runs as another
-#       user"), both ends stay on TCP, every byte comes back (stream_check checks each one), and
-#       each end's stats line counts all of them (tx_bytes = rx_bytes = BYTES).
-#   lying HELLO: a raw client running as `nobody` claims root's uid in its HELLO; the shimmed root
-#       server believes it and ACCEPTs with its segment's name, but the segment is mode 0600 and
-#       owned by root: nobody's open() of it, read-write and read-only, fails with EACCES. The
-#       segment is gone once the client has left.
+#       shimmed client run as root, then the reverse. Being the TCP peer is the authority, not the
+#       uid: both ends upgrade to shm, every byte comes back (stream_check checks each one), and each
+#       end's stats line counts all of them. With RDMASOCK_SHM_USERS=same on both ends they stay on
+#       TCP instead, with the reason, and every byte still arrives.
+#   forged offers: a root client connects to a shimmed server that does nothing yet; a process that
+#       does not hold the server end connects to the client's side-channel name first and sends a
+#       well-formed OFFER: as `nobody` (wrong uid), and as root claiming an fd that is not the
+#       server socket. The client refuses (no fd handed over, side channel closed); the connection
+#       then carries every byte, on TCP (the forger cost the pair its upgrade, nothing else).
 # Needs root (to switch users); prints SKIP and passes otherwise.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -24,41 +26,60 @@ LIB="$T/bin/librdmasock.so"
 as_nobody() { setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups "$@"; }
 as_root() { "$@"; }
 
-cross_user() {  # SERVER_AS CLIENT_AS
-    local label="$1-server-$2-client" port
+cross_user() {  # SERVER_AS CLIENT_AS WANT(shm|tcp) [ENV...]
+    local label="$1-server-$2-client-$3" port want_t=$3; shift 3
     port=$(free_port)
-    bg spid "as_$1" env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "$T/bin/stream_check" serve "$port" \
+    local srv_as=${label%%-server*} cli_as=${label#*-server-}; cli_as=${cli_as%%-client*}
+    bg spid "as_$srv_as" env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "$@" "$T/bin/stream_check" serve "$port" \
         >"$T/$label.server.out" 2>"$T/$label.server.err"
     wait_listen "$port" 10 || { fail "$label: server did not listen: $(cat "$T/$label.server.err")"; return; }
-    "as_$2" env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 timeout 60 "$T/bin/stream_check" send "$port" "$BYTES" \
+    "as_$cli_as" env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "$@" timeout 60 "$T/bin/stream_check" send "$port" "$BYTES" \
         >"$T/$label.client.out" 2>"$T/$label.client.err"
     local crc=$?
     wait "$spid" 2>/dev/null
     [[ $crc -eq 0 ]] || fail "$label: client failed (exit $crc): $(cat "$T/$label.client.out" "$T/$label.client.err" | tail -n 3)"
-    local want="transport=tcp tx_bytes=$BYTES rx_bytes=$BYTES"
-    grep -q "role=server $want reason=peer runs as another user" "$T/$label.server.err" ||
-        fail "$label: server stats: '$(grep stats "$T/$label.server.err")', expected '$want reason=peer runs as another user'"
+    local want="transport=$want_t tx_bytes=$BYTES rx_bytes=$BYTES"
+    grep -q "role=server $want" "$T/$label.server.err" ||
+        fail "$label: server stats: '$(grep stats "$T/$label.server.err")', expected '$want'"
     grep -q "role=client $want" "$T/$label.client.err" ||
         fail "$label: client stats: '$(grep stats "$T/$label.client.err")', expected '$want'"
-    log "ok $label: all $BYTES bytes both ways on TCP ($(grep -ho 'reason=.*' "$T/$label.server.err"))"
+    if [[ $want_t == tcp ]]; then
+        grep -q "reason=.*another user" "$T/$label.client.err" "$T/$label.server.err" ||
+            fail "$label: no 'another user' reason: $(grep -h stats "$T/$label".*.err)"
+    fi
+    log "ok $label: all $BYTES bytes both ways on $want_t"
 }
 
-cross_user nobody root
-cross_user root nobody
+cross_user nobody root shm
+cross_user root nobody shm
+cross_user nobody root tcp RDMASOCK_SHM_USERS=same
+cross_user root nobody tcp RDMASOCK_SHM_USERS=same
 
-# Lying HELLO: nobody claims root's uid; the ACCEPTed segment still refuses nobody.
-port=$(free_port)
-bg spid env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "$T/bin/stream_check" serve "$port" >"$T/lying.server.out" 2>"$T/lying.server.err"
-wait_listen "$port" 10 || die "lying: server did not listen"
-out=$(as_nobody timeout 20 python3 "$T/bin/lying_hello.py" "$port" 0 2>&1)
-case "$out" in
-    denied\ /rdmasock-*) log "ok lying-hello: ACCEPTed, but nobody cannot open ${out#denied }" ;;
-    *) fail "lying-hello: $out" ;;
-esac
-seg="/dev/shm${out#* }"
-for i in $(seq 50); do [[ -e "$seg" ]] || break; sleep 0.1; done
-[[ ! -e "$seg" ]] || fail "lying-hello: $seg still exists after the client left"
-wait "$spid" 2>/dev/null
-left=$(shm_segments "$spid")
-[[ -z "$left" ]] || fail "segments left: $left"
+cp "$HERE/forge_offer.py" "$HERE/iso_peer.py" "$T/bin/" && chmod a+rX "$T/bin/"*.py
+forged_run() {  # LABEL FORGER_AS CLAIMED_FD
+    local d="$T/forged.$1"; mkdir -p "$d"; chmod 755 "$d"
+    bg spid env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 python3 "$T/bin/iso_peer.py" server "$d/port" "$d/go" \
+        >"$d/server.out" 2>"$d/server.err"
+    wait_file "$d/port" 10 || { fail "$1: server did not start"; return; }
+    bg cpid env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 python3 "$T/bin/iso_peer.py" client "$(cat "$d/port")" "$d/ino" "$d/go" 20 \
+        >"$d/client.out" 2>"$d/client.err"
+    wait_file "$d/ino" 10 || { fail "$1: client did not connect"; return; }
+    # The forger connects and offers before the client makes any call; the client answers the
+    # first side-channel peer it finds at its first call after "go".
+    "as_$2" timeout 40 python3 "$T/bin/forge_offer.py" "$(cat "$d/ino")" "$3" >"$d/forger.out" 2>&1 &
+    local fpid=$!
+    for _ in $(seq 200); do grep -q . "$d/forger.out" 2>/dev/null && break; sleep 0.05; done
+    touch "$d/go"
+    wait "$cpid"; local crc=$?
+    wait "$fpid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    { [[ $crc -eq 0 ]] && grep -q '^ok ' "$d/client.out"; } || fail "$1: client failed: $(cat "$d/client.out" "$d/client.err")"
+    tail -n 1 "$d/forger.out" | grep -q "^refused" || fail "$1: forger: '$(cat "$d/forger.out")', expected 'refused'"
+    grep -q "role=client transport=tcp.*reason=OFFER refused" "$d/client.err" ||
+        fail "$1: client stats: '$(grep stats "$d/client.err")', expected tcp with 'OFFER refused'"
+    log "ok $1: forger $(tail -n 1 "$d/forger.out"); client $(cat "$d/client.out"); $(grep -ho 'reason=.*' "$d/client.err")"
+}
+
+forged_run forged-by-nobody nobody 3
+forged_run forged-by-root-wrong-fd root 0
 finish

@@ -66,6 +66,7 @@ public:
     // Whether this connection went through the side-channel rendezvous (it then
     // counts its own TCP bytes for the statistics line).
     bool side_channel_tried() const { return side_tried_; }
+    bool carried_nothing() const { return tx_bytes_ == 0 && rx_bytes_ == 0 && tcp_tx_ == 0 && tcp_rx_.load() == 0; }
     // The eventfd this side sleeps on besides the TCP socket (-1: none).
     int wake_fd() const;
     Role role() const { return role_; }

@@ -50,7 +50,11 @@ const Config& config() {
 void print_stats(const Socket& s) {
     if (!config().stats || !s.conn) return;
     // A process that only accepted and handed the connection on (the postmaster) has nothing to say.
-    if ((s.conn->phase() == Phase::undecided || s.conn->phase() == Phase::rv_pending) && s.plain_tx == 0 && s.plain_rx == 0) return;
+    // A connection that never carried a byte (connected and closed, or only accepted) has nothing to say either.
+    const Phase ph = s.conn->phase();
+    if ((ph == Phase::undecided || ph == Phase::rv_pending || ph == Phase::rv_listen) && s.conn->carried_nothing() &&
+        s.plain_tx == 0 && s.plain_rx == 0)
+        return;
     print_line("%s", s.conn->stats_line(s.plain_tx.load(), s.plain_rx.load()).c_str());
 }
 

@@ -3,9 +3,11 @@
 
   dead_peer.py server PORTFILE MODE [BYTES]   listen on 127.0.0.1 (port written to PORTFILE), accept one
   dead_peer.py client PORT MODE [BYTES]       connect to PORT
-  dead_peer.py fake-server PORTFILE           a raw server that *claims* to run the shim (publishes the
-                                              registry entry), takes the HELLO and never replies
-  dead_peer.py raw-hello PORT                 a raw client: valid HELLO, waits for the ACCEPT, then hangs
+  dead_peer.py raw-hello PORT                 a raw client: a valid in-band HELLO offering only shm (a
+                                              shimmed server must DECLINE it: same-host shm is negotiated
+                                              only over the side channel), prints "reply type=T body=HEX",
+                                              then sends AFTER_DECLINE (19 bytes of application data) and
+                                              hangs
 
 MODE (what the process does once connected):
   hold          nothing: sleep forever (the process that will be killed)
@@ -18,8 +20,17 @@ MODE (what the process does once connected):
   read-all      recv() until EOF / error, counting bytes (expects pattern bytes from write-then-hold);
                 with START_FILE=F in the environment, waits until F exists before reading
 
-NEGOTIATE_FIRST=1 in the environment: one select() (up to 1 s) before anything else, so that the
-handshake completes and the connection is upgraded before the scenario starts.
+NEGOTIATE_FIRST=1 in the environment: before anything else, two small request/response round trips
+(client: send "n1", read "a1", send "n2", read "a2"; the server answers), so that under the shim the
+side-channel rendezvous completes and both ends are on the rings before the scenario starts (the
+rendezvous advances only inside socket calls: OFFER at the server's first call, ACCEPT at the
+client's next, CONFIRM and the server's switch at the server's next, the client's switch when it reads
+the server's first ring bytes). The bytes are consumed, so the scenario's byte counts start at 0.
+
+POKES=N and POKE_DIR=D in the environment (side-channel scenarios): before MODE, N "pokes", each one
+recv(MSG_DONTWAIT) (EAGAIN expected: no application byte is ever sent), made only once the file
+D/go.ROLE.I exists (ROLE server|client, I = 1..N); prints "poked I" after each. Each poke moves the
+shim's rendezvous one step, so the script decides exactly where each end stands when it kills one.
 
 Events go to stdout, one per line, flushed: "connected", "blocked-in recv", "sent N" (write-block, after
 each chunk), "result EOF after N bytes", "result ERR ECONNRESET after N bytes" etc.
@@ -60,13 +71,49 @@ def result_of(exc):
     return f"ERR {type(exc).__name__}"
 
 
-def act(s, mode, nbytes):
+def recv_exact(s, n):
+    out = b""
+    while len(out) < n:
+        b = s.recv(n - len(out))
+        if not b:
+            raise SystemExit(f"EOF after {out!r} (wanted {n} bytes)")
+        out += b
+    return out
+
+
+def negotiate(s, role):
+    # Two round trips through the shim (see the docstring): deterministic, no timing involved.
+    for i in (1, 2):
+        if role == "client":
+            s.sendall(b"n%d" % i)
+            got = recv_exact(s, 2)
+            if got != b"a%d" % i:
+                raise SystemExit(f"negotiation round trip {i}: got {got!r}")
+        else:
+            got = recv_exact(s, 2)
+            if got != b"n%d" % i:
+                raise SystemExit(f"negotiation round trip {i}: got {got!r}")
+            s.sendall(b"a%d" % i)
+
+
+def pokes(s, role):
+    d = os.environ.get("POKE_DIR", "")
+    for i in range(1, int(os.environ.get("POKES", "0")) + 1):
+        while not os.path.exists(f"{d}/go.{role}.{i}"):
+            time.sleep(0.02)
+        try:
+            b = s.recv(65536, socket.MSG_DONTWAIT)
+            say(f"poked {i} (unexpected: {'EOF' if not b else repr(b[:20])})")
+        except BlockingIOError:
+            say(f"poked {i}")
+        except OSError as e:
+            say(f"poked {i} ({result_of(e)})")
+
+
+def act(s, mode, nbytes, role):
     if os.environ.get("NEGOTIATE_FIRST", "0") != "0":
-        # One select() first: the shim negotiates only inside the application's socket calls (a peer
-        # that never makes one leaves the other side's first call waiting for the handshake, known
-        # bug 7), and a server that writes before the HELLO arrived keeps the connection on TCP.
-        # Returns when readable (a reply / data) or after 1 s: either way the handshake is done.
-        select.select([s], [], [], 1)
+        negotiate(s, role)
+    pokes(s, role)
     say("connected")
     if mode in ("hold", "no-read"):
         while True:
@@ -136,6 +183,9 @@ def act(s, mode, nbytes):
     raise SystemExit(f"unknown mode {mode}")
 
 
+AFTER_DECLINE = b"plain-after-decline"  # 19 bytes
+
+
 def hello_bytes():
     with open("/proc/sys/kernel/random/boot_id") as f:
         boot = bytes.fromhex(f.read().strip().replace("-", ""))
@@ -147,32 +197,22 @@ def main():
     role = sys.argv[1]
     if role == "server":
         ls, c = listen_one(sys.argv[2])
-        act(c, sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 65536)
+        act(c, sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 65536, "server")
     elif role == "client":
         s = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
-        act(s, sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 65536)
-    elif role == "fake-server":
-        ls = socket.socket()
-        ls.bind(("127.0.0.1", 0))
-        ls.listen(4)
-        port = ls.getsockname()[1]
-        reg = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        reg.bind(f"\0rdmasock/tcp/{port}")  # what a shimmed listen() publishes
-        with open(sys.argv[2] + ".tmp", "w") as f:
-            f.write(str(port))
-        os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-        c, _ = ls.accept()
-        got = b""
-        while len(got) < 16:
-            got += c.recv(64)
-        say(f"got HELLO {got[:8]!r}")
-        while True:
-            time.sleep(3600)
+        act(s, sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 65536, "client")
     elif role == "raw-hello":
         s = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
         s.sendall(hello_bytes())
-        head = s.recv(16)
-        say(f"reply {head[:9]!r}")
+        head = recv_exact(s, 16)
+        if head[:7] != b"\xF7RDMASK":
+            say(f"reply not a handshake message: {head!r}")
+        else:
+            (n,) = struct.unpack("<I", head[12:16])
+            body = recv_exact(s, n) if n <= 1024 else b""
+            say(f"reply type={head[8]} body={body.hex()}")
+        s.sendall(AFTER_DECLINE)
+        say("sent after-decline")
         while True:
             time.sleep(3600)
 

@@ -2,14 +2,7 @@
 # tests/robustness/dead_peers.sh -- kill -9 one end; the survivor must see EOF, ECONNRESET or EPIPE
 # within DEADLINE seconds (default 10), never hang, never lose bytes the dead peer had sent.
 #
-# Scenarios (python peers from dead_peer.py; "shm" = both ends under LD_PRELOAD and upgraded):
-#   neg-client   a raw client sends a valid HELLO, gets the ACCEPT, is killed; the shimmed server is
-#                blocked in recv() -> EOF/ECONNRESET, and its segment is removed
-#   neg-server   a raw server that claims the shim takes the HELLO and is killed before replying; the
-#                shimmed client is blocked in recv() -> EOF/ECONNRESET
-#   neg-server-segment  a shimmed server blocked in recv() after sending its ACCEPT (client raw, silent)
-#                is killed: the server's segment must be gone once another shimmed pair has upgraded
-#                (the next segment creation sweeps the names of dead creators)
+# Scenarios (python peers from dead_peer.py; "shm" = both ends under LD_PRELOAD and on the rings):
 #   full-ring    the reader never reads, the writer fills the ring and blocks in send(); the reader is
 #                killed -> the writer's send() fails with EPIPE/ECONNRESET
 #   blocked-read (client and server side) one end blocked in recv(), the other killed -> EOF/ECONNRESET
@@ -18,10 +11,20 @@
 #                writer is killed -> a recv returns EOF/ECONNRESET instead of EAGAIN
 #   data-then-death  the writer sends 300000 bytes and is killed; the reader (reading before, or only
 #                after the death) gets exactly those bytes, then EOF/ECONNRESET
-#   speak-first-death  the server writes 300000 bytes before any handshake and is killed; the client
-#                makes its first call only then: it must get all the bytes, then EOF (as over TCP)
-# Before each scenario both ends make one select() so that the connection is upgraded (NEGOTIATE_FIRST).
-# Every data scenario also runs with both ends plain (mode tcp) as a control of the expectations.
+#   speak-first-death  the server writes 300000 bytes at once (over TCP: before any switch) and is
+#                killed; the client makes its first call only then: it must get all the bytes, then EOF
+# Before each of these both ends make two request/response round trips (NEGOTIATE_FIRST, dead_peer.py):
+# that completes the side-channel rendezvous, so in mode shm the survivor's stats must say
+# transport=shm. Every data scenario also runs with both ends plain (mode tcp) as a control.
+#
+#   inband-decline  a raw client sends a valid in-band HELLO offering only shm to a shimmed server
+#                blocked in recv(): DECLINE (no common transport), no ring mapped, no /dev/shm name,
+#                the bytes after it reach the application; the client is killed -> EOF/ECONNRESET
+#   rv-*         both shimmed, one end killed at a chosen step of the side-channel rendezvous (after
+#                OFFER, after ACCEPT, after CONFIRM, after the server's switch with 300000 ring bytes
+#                written); the survivor blocked in recv() (or reading only after the death) gets
+#                everything that was sent, then EOF/ECONNRESET, never hangs
+# No scenario may leave a /dev/shm/rdmasock-* name (nothing is named in /dev/shm any more).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DEADLINE=${DEADLINE:-10}
@@ -63,6 +66,9 @@ check_result() {  # LABEL FILE REGEX T_KILL
     if [[ "$res" =~ $want ]]; then log "ok $label: '$res' ${dt} ms after the kill"
     else fail "$label: survivor got '$res' (expected /$want/)"; return 1; fi
 }
+
+# Whether PID maps a ring (the memfd "rdmasock-ring", common/memfd_segment.cpp).
+has_rings() { grep -q 'memfd:rdmasock-ring' "/proc/$1/maps" 2>/dev/null; }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
@@ -126,55 +132,95 @@ for mode in shm tcp; do
         '^result EOF after 300000 bytes$'
 done
 
-# --- negotiation: a raw client dies between ACCEPT and READY; the shimmed server is in recv().
-log "== negotiation"
-export NEGOTIATE_FIRST=0  # here the negotiation itself happens inside the blocked recv()
-d="$T/neg-client"; mkdir -p "$d"
+# --- in band: a raw client sends a valid HELLO offering only shm to a shimmed server blocked in
+# recv(). Same-host shm is negotiated only over the side channel, so the server must DECLINE it (no
+# common transport), create no ring and no /dev/shm name, and treat what follows as plain data; then
+# the raw client dies.
+log "== in-band HELLO (shm only)"
+export NEGOTIATE_FIRST=0 POKES=0  # the HELLO arrives inside the blocked recv()
+d="$T/inband-decline"; mkdir -p "$d"
 bg spid run_env shm python3 "$PEER" server "$d/port" read-block >"$d/server.out" 2>&1
-wait_file "$d/port" 10 || die "neg-client: server did not start"
+wait_file "$d/port" 10 || die "inband-decline: server did not start"
 bg cpid run_env tcp python3 "$PEER" raw-hello "$(cat "$d/port")" >"$d/client.out" 2>&1
-if wait_line "$d/client.out" '^reply' 10; then
-    grep -q "RDMASK\\\\x01\\\\x02" "$d/client.out" || fail "neg-client: no ACCEPT: $(cat "$d/client.out")"
+if wait_line "$d/client.out" '^sent after-decline' 10; then
+    # DECLINE = type 3, body: reason 4 (no_transport) as a little-endian u32
+    grep -q '^reply type=3 body=04000000$' "$d/client.out" || fail "inband-decline: expected DECLINE no_transport: $(grep reply "$d/client.out")"
+    # the 19 bytes after the DECLINE reach the application unchanged
+    wait_line "$d/server.out" '^got 19$' 10 || fail "inband-decline: the server application did not get the 19 plain bytes: $(cat "$d/server.out")"
+    has_rings "$spid" && fail "inband-decline: the server mapped a ring for an in-band shm HELLO"
+    check_no_segments inband-decline "$spid"
     t0=$(now_ms); kill -KILL "$cpid"; wait "$cpid" 2>/dev/null
-    check_result "neg-client" "$d/server.out" '^result (EOF|ERR ECONNRESET) after 0 bytes$' "$t0"
+    check_result "inband-decline" "$d/server.out" '^result (EOF|ERR ECONNRESET) after 19 bytes$' "$t0"
     wait "$spid" 2>/dev/null
-    check_no_segments neg-client "$spid"
-else fail "neg-client: raw client got no reply"; fi
+    grep -q 'role=server transport=tcp' "$d/server.out" || fail "inband-decline: server stats: $(grep stats "$d/server.out")"
+    check_no_segments inband-decline "$spid"
+else fail "inband-decline: raw client got no reply: $(cat "$d/client.out")"; fi
 
-# --- negotiation: a server that claims the shim takes the HELLO and dies; the shimmed client is in recv().
-d="$T/neg-server"; mkdir -p "$d"
-bg spid run_env tcp python3 "$PEER" fake-server "$d/port" >"$d/server.out" 2>&1
-wait_file "$d/port" 10 || die "neg-server: fake server did not start"
-bg cpid run_env shm python3 "$PEER" client "$(cat "$d/port")" read-block >"$d/client.out" 2>&1
-if wait_line "$d/server.out" '^got HELLO' 10 && wait_line "$d/client.out" '^blocked-in' 10; then
-    sleep 0.3
-    t0=$(now_ms); kill -KILL "$spid"; wait "$spid" 2>/dev/null
-    check_result "neg-server" "$d/client.out" '^result (EOF|ERR ECONNRESET) after 0 bytes$' "$t0"
-    wait "$cpid" 2>/dev/null
-else fail "neg-server: the shimmed client did not send a HELLO: $(cat "$d/server.out" "$d/client.out")"; fi
+# --- side channel: one end killed at each step of the rendezvous, the other blocked in recv() (or
+# reading only after the death). Each end's steps are nonblocking recv()s ("pokes", dead_peer.py)
+# released one at a time by the script, in this order: server 1 (OFFER), client 1 (ACCEPT with the
+# rings; the client maps them), server 2 (CONFIRM; the server maps them and switches its sends).
+# Whether an end holds the rings is read from /proc/PID/maps (has_rings), so each scenario asserts
+# that it really reached the step it claims before the kill.
 
-# --- negotiation: the shimmed server dies after its ACCEPT, before any READY.
-d="$T/neg-server-segment"; mkdir -p "$d"
-bg spid run_env shm python3 "$PEER" server "$d/port" read-block >"$d/server.out" 2>&1
-wait_file "$d/port" 10 || die "neg-server-segment: server did not start"
-bg cpid run_env tcp python3 "$PEER" raw-hello "$(cat "$d/port")" >"$d/client.out" 2>&1
-if wait_line "$d/client.out" '^reply' 10; then
-    seg=$(shm_segments "$spid")
-    [[ -n "$seg" ]] || fail "neg-server-segment: no segment while waiting for READY"
-    kill -KILL "$spid"; wait "$spid" 2>/dev/null
-    # Nobody attached, so the name outlives its creator until the next shimmed process of this
-    # user creates a segment: that sweeps names of dead creators. A fresh upgraded pair does.
-    port=$(free_port)
-    bg npid shimmed "$STREAM_CHECK" serve "$port" >"$d/next.server" 2>&1
-    wait_listen "$port" 10 && shimmed "$STREAM_CHECK" send "$port" 1000 >"$d/next.client" 2>&1
-    wait "$npid" 2>/dev/null
-    grep -q 'role=server transport=shm' "$d/next.server" || fail "neg-server-segment: the next pair did not upgrade: $(cat "$d/next.server")"
-    left=$(shm_segments "$spid")
-    if [[ -n "$left" ]]; then
-        fail "neg-server-segment: a server killed between ACCEPT and READY leaves $left in /dev/shm after the next upgrade"
-        rm -f $left  # ours: created by the server this test started
-    else log "ok neg-server-segment: the dead server's segment was swept by the next upgrade"; fi
-else fail "neg-server-segment: raw client got no reply"; fi
-kill_tree "$cpid" KILL; wait "$cpid" 2>/dev/null
+rv_scenario() {  # LABEL SRV_POKES SRV_MODE SRV_BYTES CLI_POKES CLI_MODE VICTIM WANT_RE SURVIVOR_STATS_RE
+    local label=$1 sp=$2 smode=$3 sbytes=$4 cp=$5 cmode=$6 victim=$7 want=$8 stats_re=$9
+    local d="$T/$label" spid cpid vpid survivor_out t0 i
+    mkdir -p "$d"
+    POKES=$sp POKE_DIR=$d bg spid run_env shm python3 "$PEER" server "$d/port" "$smode" "$sbytes" >"$d/server.out" 2>&1
+    wait_file "$d/port" 10 || { fail "$label: server did not start"; return 1; }
+    local sf=""; [[ $cmode == read-all ]] && sf=$d/start  # read-all reads only after the death
+    POKES=$cp POKE_DIR=$d START_FILE="$sf" bg cpid run_env shm python3 "$PEER" client "$(cat "$d/port")" "$cmode" 0 \
+        >"$d/client.out" 2>&1
+    # the client's TCP connect completed once the server's accept returned; wait for both to be ready to poke
+    for (( i = 1; i <= (sp > cp ? sp : cp); i++ )); do
+        if (( i <= sp )); then
+            touch "$d/go.server.$i"
+            wait_line "$d/server.out" "^poked $i\$" 10 || { fail "$label: server poke $i: $(cat "$d/server.out")"; return 1; }
+        fi
+        if (( i <= cp )); then
+            touch "$d/go.client.$i"
+            wait_line "$d/client.out" "^poked $i\$" 10 || { fail "$label: client poke $i: $(cat "$d/client.out")"; return 1; }
+        fi
+    done
+    # where the rendezvous stands: the client maps the rings from its first poke after the OFFER on,
+    # the server from its second poke on
+    if (( cp >= 1 && sp >= 1 )); then has_rings "$cpid" || fail "$label: the client did not take the rings at its poke"; fi
+    if (( sp >= 2 && cp >= 1 )); then has_rings "$spid" || fail "$label: the server did not map the rings at its second poke"
+    else has_rings "$spid" && fail "$label: the server maps the rings before it saw the ACCEPT"; fi
+    if [[ $victim == server ]]; then vpid=$spid survivor_out=$d/client.out; else vpid=$cpid survivor_out=$d/server.out; fi
+    case "$smode/$cmode" in
+        write-then-hold/*) wait_line "$d/server.out" '^sent' 10 || { fail "$label: server did not send"; return 1; } ;;
+        *) wait_line "$survivor_out" '^blocked-in' 10 || { fail "$label: survivor did not block"; return 1; }; sleep 0.5 ;;
+    esac
+    t0=$(now_ms)
+    kill -KILL "$vpid"; wait "$vpid" 2>/dev/null
+    touch "$d/start"
+    check_result "$label" "$survivor_out" "$want" "$t0"
+    local survivor=$([[ $victim == server ]] && echo "$cpid" || echo "$spid")
+    for (( i = 0; i < 50; i++ )); do kill -0 "$survivor" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$survivor" 2>/dev/null; wait "$survivor" 2>/dev/null
+    if grep -qE "$stats_re" "$survivor_out"; then log "   $label: survivor: $(grep -o 'transport=.*' "$survivor_out")"
+    else fail "$label: survivor's stats line: '$(grep stats "$survivor_out")' (expected /$stats_re/)"; fi
+    check_no_segments "$label" "$spid" "$cpid"
+}
+
+log "== side-channel rendezvous"
+export NEGOTIATE_FIRST=0
+EOF_RE='^result (EOF|ERR ECONNRESET) after 0 bytes$'
+# the server offered and died; the client's recv() took the OFFER (ACCEPT went to a dead process)
+rv_scenario rv-offer-server-dies 1 hold 0 1 read-block server "$EOF_RE" 'role=client transport=tcp'
+# the client sent its ACCEPT (rings and doorbells) and died; the server is blocked in recv() on TCP
+rv_scenario rv-accept-client-dies 1 read-block 0 1 hold client "$EOF_RE" 'role=server transport=tcp'
+# the server confirmed and switched; the client, which never read the CONFIRM, dies
+rv_scenario rv-confirm-client-dies 2 read-block 0 1 hold client "$EOF_RE" 'role=server transport=shm'
+# the server confirmed and died; the client is blocked in recv() with the rings but not switched.
+# Either stats transport is right here: the CONFIRM was sent before the death, but nothing was ever
+# sent on the ring, and whether the client reads the CONFIRM before it sees the EOF is not specified.
+rv_scenario rv-confirm-server-dies 2 hold 0 1 read-block server "$EOF_RE" 'role=client transport=(shm|tcp)'
+# the server switched, wrote 300000 bytes (on the ring) and died; the client reads only after the
+# death: every byte, then EOF
+rv_scenario rv-switch-data-then-death 2 write-then-hold 300000 1 read-all server \
+    '^result (EOF|ERR ECONNRESET) after 300000 bytes$' 'role=client transport=shm'
 
 finish

@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
-"""Raw (unshimmed) clients that speak the rdmasock handshake badly, for hostile_peers.sh.
+"""Raw (unshimmed) clients that speak the rdmasock negotiation badly, for hostile_peers.sh.
 
   hostile_client.py PORT SERVER_PID TIMEOUT_MS [CASE...]    run the cases (default: all) concurrently
-  hostile_client.py PORT SERVER_PID TIMEOUT_MS --hold CASE  run one holding case (hello_then_silence)
-                                                             until killed; prints the ACCEPTed name
+  hostile_client.py PORT SERVER_PID TIMEOUT_MS --hold CASE  run one holding case until killed
 
-PORT is a shimmed echo server (echo_server.py under LD_PRELOAD), SERVER_PID its pid (to find its
-shared-memory segments), TIMEOUT_MS its RDMASOCK_HANDSHAKE_TIMEOUT_MS. Every case prints
-"ok CASE: ..." or "FAIL CASE: ..."; exit status 1 if any failed.
+PORT is a shimmed echo server (echo_server.py under LD_PRELOAD), SERVER_PID its pid, TIMEOUT_MS its
+RDMASOCK_HANDSHAKE_TIMEOUT_MS. Two families of cases:
+  - in band (the old HELLO/ACCEPT/READY handshake, now only for RDMA): same-host shared memory is
+    negotiated only over the side channel, so a HELLO offering shm is DECLINEd (no common transport)
+    and everything after it is plain application data; malformed ones are application data too;
+  - side channel (sc_*): the client binds the side-channel name of its own TCP socket (as a shimmed
+    client does), takes the server's OFFER and answers it badly (garbage, no fds, unsealed or too
+    small memfds, a claimed fd that is not its TCP socket, silence, close): the server must close the
+    side channel without CONFIRM, keep the connection on TCP and go on echoing.
+Every case also checks that the server never names anything in /dev/shm (/dev/shm/rdmasock-PID-*).
+Every case prints "ok CASE: ..." or "FAIL CASE: ..."; exit status 1 if any failed.
 Run WITHOUT LD_PRELOAD.
 """
+import fcntl
+import glob
 import os
 import socket
 import stat
@@ -84,26 +93,11 @@ def recv_message(s, timeout=5.0):
     return head[7], head[8], recv_exact(s, n, timeout)
 
 
-def expect_accept(s):
-    version, mtype, body = recv_message(s)
-    if mtype != ACCEPT:
-        raise Fail(f"expected ACCEPT, got type {mtype} body {body!r}")
-    transport, ring, nlen = struct.unpack("<IQH", body[:14])
-    name = body[14:14 + nlen].decode()
-    if transport != 1 or len(body) != 14 + nlen:
-        raise Fail(f"bad ACCEPT: transport {transport} body {body!r}")
-    if not (1024 <= ring <= 1 << 30 and ring & (ring - 1) == 0):
-        raise Fail(f"ACCEPT offers an invalid ring size {ring}")
-    if not name.startswith(f"/rdmasock-{SERVER_PID}-") or "/" in name[1:]:
-        raise Fail(f"unexpected segment name {name!r}")
-    path = "/dev/shm" + name
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise Fail(f"ACCEPTed segment {path} does not exist")
-    if stat.S_IMODE(st.st_mode) != 0o600 or st.st_uid != os.geteuid():
-        raise Fail(f"segment {path} has mode {oct(st.st_mode)} uid {st.st_uid}")
-    return ring, path
+def no_segment():
+    """The server never names anything in /dev/shm any more (rings are sealed memfds)."""
+    names = glob.glob(f"/dev/shm/rdmasock-{SERVER_PID}-*")
+    if names:
+        raise Fail(f"the server created /dev/shm names: {names}")
 
 
 def expect_decline(s, reason):
@@ -139,14 +133,6 @@ def expect_closed(s, timeout=5.0):
     except socket.timeout:
         pass
     raise Fail(f"connection still open after {timeout}s")
-
-
-def segment_gone(path, timeout=3.0):
-    end = time.monotonic() + timeout
-    while os.path.exists(path):
-        if time.monotonic() > end:
-            raise Fail(f"segment {path} still exists {timeout}s after the handshake ended")
-        time.sleep(0.02)
 
 
 # ---------------------------------------------------------------------------------------- cases
@@ -249,66 +235,63 @@ def accept_as_first_message(s):
 
 def reserved_bytes_set(s):
     s.sendall(msg(HELLO, hello_body(), reserved=b"\xff\xff\xff"))
-    ring, path = expect_accept(s)
-    s.sendall(msg(ABORT, struct.pack("<I", 5)))
-    segment_gone(path)
+    expect_decline(s, 4)
+    no_segment()
     check_echo_after(s, "reserved")
-    return "reserved bytes ignored: ACCEPT, ABORT -> plain echo"
+    return "reserved bytes set: DECLINE no_transport, plain echo"
 
 
 def make_ring_case(ring):
     def case(s):
-        s.sendall(hello(ring=ring))
-        got, path = expect_accept(s)
-        valid = 1024 <= ring <= 1 << 30 and ring & (ring - 1) == 0
-        if valid and got > ring:
-            raise Fail(f"asked for a {ring}-byte ring, ACCEPT says {got}")
-        # ABORT with application data right behind it: nothing may be lost.
-        data = b"after-abort:" + os.urandom(5000)
-        s.sendall(msg(ABORT, struct.pack("<I", 5)) + data)
+        # The HELLO with application data right behind it, in one send: the DECLINE, then every
+        # byte after the HELLO comes back unchanged.
+        data = b"after-hello:" + os.urandom(5000)
+        s.sendall(hello(ring=ring) + data)
+        expect_decline(s, 4)
         expect_echo(s, data)
-        segment_gone(path)
-        return f"ring_bytes={ring:#x}: ACCEPT ring {got}, ABORT+data -> data echoed, segment removed"
+        no_segment()
+        return f"ring_bytes={ring:#x}: DECLINE no_transport, the data behind the HELLO echoed"
     case.__name__ = f"ring_{ring:#x}"
     return case
 
 
-def garbage_instead_of_ready(s):
+def garbage_after_decline(s):
     s.sendall(hello())
-    ring, path = expect_accept(s)
-    s.sendall(b"GARBAGE, NOT A READY MESSAGE\r\n")
-    how = expect_closed(s)
-    segment_gone(path)
-    return f"ACCEPT then garbage: server closed the connection ({how}), segment removed"
+    expect_decline(s, 4)
+    data = b"GARBAGE, NOT A READY MESSAGE\r\n"
+    s.sendall(data)
+    expect_echo(s, data)
+    no_segment()
+    return "DECLINE, then garbage: echoed as plain data"
 
 
-def hello_instead_of_ready(s):
+def second_hello(s):
     s.sendall(hello())
-    ring, path = expect_accept(s)
+    expect_decline(s, 4)
+    data = hello()
+    s.sendall(data)  # the connection is plain now: a HELLO is application data
+    expect_echo(s, data)
+    return "second HELLO after the DECLINE: echoed as plain data"
+
+
+def ready_without_accept(s):
+    # A READY right behind the HELLO (a client that does not wait for the reply): no ACCEPT was
+    # sent, so the READY is application data.
+    data = msg(READY) + b"doorbell bytes"
+    s.sendall(hello() + data)
+    expect_decline(s, 4)
+    expect_echo(s, data)
+    no_segment()
+    return "HELLO+READY in one send: DECLINE, READY echoed as plain data"
+
+
+def abort_after_decline(s):
     s.sendall(hello())
-    how = expect_closed(s)
-    segment_gone(path)
-    return f"second HELLO instead of READY: {how}, segment removed"
-
-
-def ready_wrong_version(s):
-    s.sendall(hello())
-    ring, path = expect_accept(s)
-    s.sendall(msg(READY, version=2))
-    how = expect_closed(s)
-    segment_gone(path)
-    return f"READY of version 2: {how}"
-
-
-def ready_then_close(s):
-    # READY without mapping the segment: the server upgrades; our TCP bytes are only doorbells.
-    s.sendall(hello())
-    ring, path = expect_accept(s)
-    s.sendall(msg(READY) + b"doorbell bytes that must be ignored")
-    segment_gone(path)  # both "mapped" it: the server unlinks the name at READY
-    time.sleep(0.2)
-    s.close()
-    return "READY without mapping, then close: segment unlinked"
+    expect_decline(s, 4)
+    data = msg(ABORT, struct.pack("<I", 5))
+    s.sendall(data)
+    expect_echo(s, data)
+    return "ABORT after the DECLINE: echoed as plain data"
 
 
 def hello_close_before_reply(s):
@@ -324,18 +307,20 @@ def hello_reset(s):
     return "partial HELLO then RST"
 
 
+# An in-band shm offer is declined as "no common transport" whatever it claims (before the side
+# channel these got other_user / other_host: shm is simply not offered in band any more).
 def other_uid(s):
     s.sendall(hello(uid=os.geteuid() + 1))
-    expect_decline(s, 3)
+    expect_decline(s, 4)
     check_echo_after(s, "uid")
-    return "HELLO claiming another uid: DECLINE other_user, plain echo"
+    return "HELLO claiming another uid: DECLINE no_transport, plain echo"
 
 
 def other_boot(s):
     s.sendall(hello(boot=bytes(16)))
-    expect_decline(s, 2)
+    expect_decline(s, 4)
     check_echo_after(s, "boot")
-    return "HELLO with another boot id: DECLINE other_host, plain echo"
+    return "HELLO with another boot id: DECLINE no_transport, plain echo"
 
 
 def no_common_transport(s):
@@ -353,11 +338,10 @@ def slow_hello(s):
     for i in range(len(data)):
         s.sendall(data[i:i + 1])
         time.sleep(step)
-    ring, path = expect_accept(s)
-    s.sendall(msg(ABORT, struct.pack("<I", 5)))
-    segment_gone(path)
+    expect_decline(s, 4)
+    no_segment()
     check_echo_after(s, "slow")
-    return f"HELLO one byte every {step * 1000:.0f} ms: ACCEPT; ABORT -> plain echo"
+    return f"HELLO one byte every {step * 1000:.0f} ms: DECLINE; plain echo"
 
 
 def connect_close(s):
@@ -372,22 +356,217 @@ def big_garbage(s):
     return "magic followed by 200 KB of random bytes: echoed unchanged"
 
 
+
+# ------------------------------------------------------------------------------- side-channel cases
+# The client side of the side channel, done by hand: the abstract name of our TCP socket's inode
+# (common/side_channel.cpp), bound before connect; the OFFER / ACCEPT wire (common/shm_rendezvous.cpp).
+SC_MAGIC, SC_VERSION, SC_OFFER, SC_ACCEPT, SC_CONFIRM = 0x32565352, 1, 1, 2, 3
+SC_WIRE = struct.Struct("<IHBBiIQ")  # magic, version, type, reserved, claimed_fd, reserved2, ring_bytes
+
+
+def sc_connect():
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    u.bind(b"\0rdmasock/v2/tcp-inode/%d" % os.fstat(s.fileno()).st_ino)
+    u.listen(4)
+    s.settimeout(5)
+    s.connect(("127.0.0.1", PORT))
+    return s, u
+
+
+def sc_take_offer(s, u):
+    """Our first bytes make the server's first call, which OFFERs before its echo leaves."""
+    data = b"first bytes, before any offer"
+    s.sendall(data)
+    expect_echo(s, data)
+    u.settimeout(5)
+    try:
+        c, _ = u.accept()
+    except socket.timeout:
+        raise Fail("no side-channel connection from the server after its first call")
+    c.settimeout(5)
+    w = recv_exact(c, SC_WIRE.size, 5)
+    magic, version, mtype, _, claimed_fd, _, ring = SC_WIRE.unpack(w)
+    if magic != SC_MAGIC or version != SC_VERSION or mtype != SC_OFFER:
+        raise Fail(f"not an OFFER: {w!r}")
+    return c, ring
+
+
+def sc_accept_wire(s, ring, claimed_fd=None):
+    return SC_WIRE.pack(SC_MAGIC, SC_VERSION, SC_ACCEPT, 0, s.fileno() if claimed_fd is None else claimed_fd, 0, ring)
+
+
+def sc_expect_refused(s, c, tag):
+    """The server, at its next call, refuses: it closes the side channel without CONFIRM and its
+    echo keeps coming over TCP (after a CONFIRM its sends would go to a ring we do not read)."""
+    for i in range(3):
+        check_echo_after(s, f"{tag}-{i}")
+    try:
+        b = c.recv(16)
+    except socket.timeout:
+        raise Fail("the server kept the side channel open after a bad ACCEPT")
+    except ConnectionResetError:
+        b = b""
+    if b:
+        raise Fail(f"the server answered a bad ACCEPT with {b!r} (CONFIRM is {SC_CONFIRM})")
+    no_segment()
+
+
+def memfd(size, seal):
+    fd = os.memfd_create("hostile", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def sc_send_fds(c, wire, fds):
+    try:
+        socket.send_fds(c, [wire], fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def own_socket(f):
+    f.own_socket = True
+    return f
+
+
+@own_socket
+def sc_garbage(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    c.sendall(os.urandom(SC_WIRE.size))
+    sc_expect_refused(s, c, "sc-garbage")
+    return "24 random bytes for an ACCEPT: side channel closed, TCP echo goes on"
+
+
+@own_socket
+def sc_accept_without_fds(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    c.sendall(sc_accept_wire(s, ring))
+    sc_expect_refused(s, c, "sc-nofds")
+    return "well-formed ACCEPT without fds: refused, TCP echo goes on"
+
+
+@own_socket
+def sc_unsealed_memfd(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    # an empty, unsealed memfd: mapping it would SIGBUS the server at the first ring access
+    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(0, False), os.eventfd(0), os.eventfd(0)])
+    sc_expect_refused(s, c, "sc-unsealed")
+    return "ACCEPT with an empty unsealed memfd: refused (no SIGBUS), TCP echo goes on"
+
+
+@own_socket
+def sc_small_sealed_memfd(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(4096, True), os.eventfd(0), os.eventfd(0)])
+    sc_expect_refused(s, c, "sc-small")
+    return "ACCEPT with a sealed 4 KiB memfd for a ring: refused, TCP echo goes on"
+
+
+@own_socket
+def sc_huge_ring(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    sc_send_fds(c, sc_accept_wire(s, 1 << 40), [memfd(4096, True), os.eventfd(0), os.eventfd(0)])
+    sc_expect_refused(s, c, "sc-huge")
+    return "ACCEPT claiming a 1 TiB ring: refused, TCP echo goes on"
+
+
+@own_socket
+def sc_four_fds(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(4096, True), os.eventfd(0), os.eventfd(0), os.eventfd(0)])
+    sc_expect_refused(s, c, "sc-4fds")
+    return "ACCEPT with 4 fds instead of 3: refused, TCP echo goes on"
+
+
+@own_socket
+def sc_wrong_claimed_fd(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    # claims our Unix listener is the TCP socket: the peer check (/proc/PID/fd) must refuse it; the
+    # small memfd would be refused as well later, so this only asserts the refusal, not its reason
+    sc_send_fds(c, sc_accept_wire(s, ring, claimed_fd=u.fileno()), [memfd(4096, True), os.eventfd(0), os.eventfd(0)])
+    sc_expect_refused(s, c, "sc-claimed")
+    return "ACCEPT claiming another fd than the TCP socket: refused, TCP echo goes on"
+
+
+@own_socket
+def sc_close_after_offer(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    c.close()
+    for i in range(3):
+        check_echo_after(s, f"sc-close-{i}")
+    no_segment()
+    return "side channel closed after the OFFER: TCP echo goes on"
+
+
+@own_socket
+def sc_silent(_):
+    s, u = sc_connect()
+    c, ring = sc_take_offer(s, u)
+    for i in range(5):  # we never answer: the server must not wait for us
+        check_echo_after(s, f"sc-silent-{i}")
+    no_segment()
+    return "OFFER never answered: TCP echo goes on"
+
+
+@own_socket
+def sc_no_listener_late_bind(_):
+    # a name bound after the connect is too late to matter, and must not confuse the server
+    s = socket.socket()
+    s.settimeout(5)
+    s.connect(("127.0.0.1", PORT))
+    check_echo_after(s, "late-0")
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    u.bind(b"\0rdmasock/v2/tcp-inode/%d" % os.fstat(s.fileno()).st_ino)
+    u.listen(4)
+    u.settimeout(0.5)
+    for i in range(1, 4):
+        check_echo_after(s, f"late-{i}")
+    try:
+        u.accept()
+        raise Fail("the server offered on a name bound after its first call")
+    except socket.timeout:
+        pass
+    return "side-channel name bound after the first exchange: never offered, TCP echo"
+
+
 CASES = [truncated_magic_then_stop, truncated_magic_then_eof, truncated_header_then_stop,
          truncated_body_then_stop, wrong_version, version_zero, huge_body_length, body_length_1025,
          body_length_1024_short, wrong_body_size, unknown_type, accept_as_first_message, reserved_bytes_set,
-         garbage_instead_of_ready, hello_instead_of_ready, ready_wrong_version, ready_then_close,
+         garbage_after_decline, second_hello, ready_without_accept, abort_after_decline,
          hello_close_before_reply, hello_reset, other_uid, other_boot, no_common_transport, slow_hello,
          connect_close, big_garbage] + \
-        [make_ring_case(r) for r in (0, 1, 3, 1000, 1024, 4096, 1 << 31, 1 << 40, 2**63, 2**64 - 1)]
+        [make_ring_case(r) for r in (0, 1, 3, 1000, 1024, 4096, 1 << 31, 1 << 40, 2**63, 2**64 - 1)] + \
+        [sc_garbage, sc_accept_without_fds, sc_unsealed_memfd, sc_small_sealed_memfd, sc_huge_ring, sc_four_fds,
+         sc_wrong_claimed_fd, sc_close_after_offer, sc_silent, sc_no_listener_late_bind]
 
 
 def hold(case):
-    """Valid HELLO, read the ACCEPT, then nothing until killed (SIGKILL / SIGTERM)."""
+    """Valid HELLO, read the reply (a DECLINE), or not, then nothing until killed (SIGKILL / SIGTERM).
+    sc_silent_hold: take the side-channel OFFER, never answer it, keep both open."""
+    if case == "sc_silent_hold":
+        s, u = sc_connect()
+        c, ring = sc_take_offer(s, u)
+        print("holding an unanswered OFFER", flush=True)
+        while True:
+            time.sleep(3600)
     s = connect()
     s.sendall(hello())
     if case == "hello_then_silence":
-        ring, path = expect_accept(s)
-        print(f"holding {path}", flush=True)
+        expect_decline(s, 4)
+        print("holding after DECLINE", flush=True)
     elif case == "hello_no_read":
         print("holding (reply never read)", flush=True)
     while True:
@@ -404,7 +583,9 @@ def main():
 
     def run(case):
         t0 = time.monotonic()
-        s = connect()
+        s = None
+        if not getattr(case, "own_socket", False):
+            s = connect()
         try:
             results[case.__name__] = ("ok", case(s), time.monotonic() - t0)
         except Fail as e:
@@ -413,7 +594,8 @@ def main():
             results[case.__name__] = ("FAIL", f"{type(e).__name__}: {e}", time.monotonic() - t0)
         finally:
             try:
-                s.close()
+                if s is not None:
+                    s.close()
             except OSError:
                 pass
 

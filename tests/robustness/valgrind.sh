@@ -4,9 +4,14 @@
 #
 #   shm            stream_check serve + send, both shimmed and under valgrind: upgraded to shm
 #   server-only    shimmed server under valgrind, plain client: the server stays on TCP
-#   decline        RDMASOCK_FAULT=server-setup: the server DECLINEs, both stay on TCP (both valgrind'd)
-#   abort          RDMASOCK_FAULT=client-attach: the client ABORTs after the ACCEPT (both valgrind'd)
-#   hostile        shimmed server under valgrind; a raw client sends garbage instead of READY
+#   no-offer       RDMASOCK_FAULT=server-offer: the server never offers on the side channel, both
+#                  stay on TCP (both valgrind'd)
+#   shm-create     RDMASOCK_FAULT=shm-create: the client cannot create the rings after the OFFER, both
+#                  stay on TCP, the reason names shm-create (both valgrind'd)
+#   inband-decline shimmed server under valgrind; a raw client sends an in-band HELLO offering shm
+#                  (DECLINEd: shm is negotiated only over the side channel), then plain data
+#   sc-hostile     shimmed server under valgrind; a raw client answers the side-channel OFFER with an
+#                  ACCEPT carrying an unsealed empty memfd and two eventfds (refused; fds closed)
 #   peer-killed    valgrind'd shimmed server; its shimmed client is killed -9 in mid-transfer
 #   server-killed  valgrind'd shimmed client; its shimmed server is killed -9 in mid-transfer
 #   socat          socat echo server (poll() loop) under valgrind and the shim; shimmed client
@@ -65,20 +70,22 @@ scn_shm() {
     expect_transport shm "$d/client.out" client shm; expect_transport shm "$d/server.out" server shm
 }
 
-scn_decline() {
+scn_no_offer() {
     local d=$1
-    vg_pair "$d" "RDMASOCK_FAULT=server-setup" ""
-    [[ $cli_rc -eq 0 && $srv_rc -eq 0 ]] || fail "decline: client exit $cli_rc, server exit $srv_rc"
-    check_vg "decline client" "$d/client.vg" "$cli_rc"; check_vg "decline server" "$d/server.vg" "$srv_rc"
-    expect_transport decline "$d/client.out" client tcp; expect_transport decline "$d/server.out" server tcp
+    vg_pair "$d" "RDMASOCK_FAULT=server-offer" ""
+    [[ $cli_rc -eq 0 && $srv_rc -eq 0 ]] || fail "no-offer: client exit $cli_rc, server exit $srv_rc"
+    check_vg "no-offer client" "$d/client.vg" "$cli_rc"; check_vg "no-offer server" "$d/server.vg" "$srv_rc"
+    expect_transport no-offer "$d/client.out" client tcp; expect_transport no-offer "$d/server.out" server tcp
 }
 
-scn_abort() {
+scn_shm_create() {
     local d=$1
-    vg_pair "$d" "" "RDMASOCK_FAULT=client-attach"
-    [[ $cli_rc -eq 0 && $srv_rc -eq 0 ]] || fail "abort: client exit $cli_rc, server exit $srv_rc"
-    check_vg "abort client" "$d/client.vg" "$cli_rc"; check_vg "abort server" "$d/server.vg" "$srv_rc"
-    expect_transport abort "$d/client.out" client tcp; expect_transport abort "$d/server.out" server tcp
+    vg_pair "$d" "" "RDMASOCK_FAULT=shm-create"
+    [[ $cli_rc -eq 0 && $srv_rc -eq 0 ]] || fail "shm-create: client exit $cli_rc, server exit $srv_rc"
+    check_vg "shm-create client" "$d/client.vg" "$cli_rc"; check_vg "shm-create server" "$d/server.vg" "$srv_rc"
+    expect_transport shm-create "$d/client.out" client tcp; expect_transport shm-create "$d/server.out" server tcp
+    grep -q 'role=client transport=tcp.*shm-create' "$d/client.out" ||
+        fail "shm-create: the client's reason does not name the fault: $(grep stats "$d/client.out")"
 }
 
 # A valgrind'd shimmed server alone: SERVER_ENV; the caller drives the client.
@@ -100,24 +107,31 @@ scn_server_only() {
     expect_transport server-only "$d/server.out" server tcp
 }
 
-scn_hostile() {
-    local d=$1 rc src vpid
+hostile_case() {  # DIR CASE: one hostile_client.py case against a valgrind'd shimmed stream_check serve
+    local d=$1 case=$2 rc src vpid
     vg_server "$d" ""
-    # the server is timeout's child (valgrind keeps the program's pid, which names the segment)
-    vpid=$(pgrep -P "$spid")
-    timeout -k 5 60 env -u LD_PRELOAD python3 "$HERE/hostile_client.py" "$port" "$vpid" 10000 garbage_instead_of_ready \
+    vpid=$(pgrep -P "$spid")  # the server is timeout's child (valgrind keeps the program's pid)
+    timeout -k 5 60 env -u LD_PRELOAD python3 "$HERE/hostile_client.py" "$port" "$vpid" 10000 "$case" \
         >"$d/client.out" 2>&1; rc=$?
     wait "$spid"; src=$?
-    [[ $rc -eq 0 ]] || fail "hostile: $(cat "$d/client.out")"
-    check_vg "hostile server" "$d/server.vg" "$src"
+    [[ $rc -eq 0 ]] || fail "$case: $(cat "$d/client.out")"
+    [[ $src -eq 0 ]] || fail "$case: server exit $src: $(tail -n 3 "$d/server.out")"
+    check_vg "$case server" "$d/server.vg" "$src"
+    expect_transport "$case" "$d/server.out" server tcp
 }
+
+scn_inband_decline() { hostile_case "$1" garbage_after_decline; }
+scn_sc_hostile() { hostile_case "$1" sc_unsealed_memfd; }
 
 scn_peer_killed() {
     local d=$1 cpid src
     vg_server "$d" ""
-    bg cpid env LD_PRELOAD="$SHIM" "$STREAM_CHECK" send "$port" 200000000 >"$d/client.out" 2>&1
+    # 100 GB: still streaming when it is killed (200 MB used to finish within the 4 s on a fast host,
+    # and then nothing was killed mid-transfer)
+    bg cpid env LD_PRELOAD="$SHIM" "$STREAM_CHECK" send "$port" 100000000000 >"$d/client.out" 2>&1
     sleep 4
-    kill -KILL "$cpid"; wait "$cpid" 2>/dev/null
+    kill -KILL "$cpid" 2>/dev/null || fail "peer-killed: the client was gone before the kill: $(cat "$d/client.out")"
+    wait "$cpid" 2>/dev/null
     wait "$spid"; src=$?
     check_vg "peer-killed server" "$d/server.vg" "$src"
     expect_transport peer-killed "$d/server.out" server shm
@@ -131,7 +145,7 @@ scn_server_killed() {
     ( sleep 4; kill -KILL "$spid" ) &
     local killer=$!
     env LD_PRELOAD="$SHIM" RDMASOCK_STATS=1 timeout -k 5 120 "${VG[@]}" --log-file="$d/client.vg" \
-        "$STREAM_CHECK" send "$port" 200000000 >"$d/client.out" 2>&1; rc=$?
+        "$STREAM_CHECK" send "$port" 100000000000 >"$d/client.out" 2>&1; rc=$?
     { wait "$killer"; wait "$spid"; } 2>/dev/null
     [[ $rc -ne 0 ]] || fail "server-killed: the client claims success"
     check_vg "server-killed client" "$d/client.vg" "$rc"
@@ -152,7 +166,7 @@ scn_socat() {
     expect_transport socat "$d/server.out" server shm
 }
 
-for s in shm server_only decline abort hostile peer_killed server_killed socat; do scenario "$s"; done
+for s in shm server_only no_offer shm_create inband_decline sc_hostile peer_killed server_killed socat; do scenario "$s"; done
 if [[ ${#FAILURES[@]} -gt 0 ]]; then
     for f in "$T"/*/*.vg; do grep -qE 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]|possibly lost: [1-9]' "$f" &&
         { echo "---- $f"; grep -E '^==[0-9]+== ' "$f" | head -n 60; }; done

@@ -1092,7 +1092,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             pollfd p{fd_, static_cast<short>(in | (wanted & POLLRDHUP)), 0};
             ops_.poll(&p, 1, 0);
             r |= p.revents;
-            if (out && (transport_->writer().has_space() || peer_reset_.load())) r |= out;
+            if (out && (transport_->writer().writable() || peer_reset_.load())) r |= out;
             if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in);
             return r;
         }
@@ -1107,7 +1107,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
         r |= static_cast<short>(in | (wanted & POLLRDHUP));
     else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
-    if (out && (transport_->writer().has_space() || closed || reset)) r |= out;
+    if (out && (transport_->writer().writable() || closed || reset)) r |= out;
     if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
     return r;

@@ -48,6 +48,12 @@ bool RingWriter::has_space() {
     return refresh_consumed() && free_bytes() >= 2 * record_bytes(1);
 }
 
+bool RingWriter::writable() {
+    if (status_ == RingStatus::broken) return false;
+    if (free_bytes() * 3 >= capacity_) return true;
+    return refresh_consumed() && free_bytes() * 3 >= capacity_;
+}
+
 // Copies `length` bytes out of the iovec cursor into one record and posts it.
 bool RingWriter::put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off,
                             uint32_t length) {

@@ -28,6 +28,10 @@ public:
 
     // True when at least one payload byte would fit now.
     bool has_space();
+    // POLLOUT as TCP defines it (sk_stream_is_writeable): at least a third of the
+    // ring is free, so "poll for writable, then one blocking write of a normal
+    // buffer" does not stall the way it would on a ring with a few bytes free.
+    bool writable();
     uint64_t capacity() const { return capacity_; }
     uint64_t written() const { return written_; }
     RingStatus status() const { return status_; }

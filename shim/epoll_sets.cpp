@@ -108,11 +108,12 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
         if (!in_edge && !out_edge && !(ev & (EPOLLERR | EPOLLHUP))) return 0;
-        if (!in_edge) ev &= ~static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP);
-        if (!out_edge) ev &= ~static_cast<uint32_t>(EPOLLOUT);
+        // Like Linux, an edge reports the full current mask (new data on a writable
+        // socket is EPOLLIN|EPOLLOUT); what it reported is what the next edge is
+        // measured against.
         if (commit) {
-            if (in_edge) in.landed_at_report = landed;
-            if (out_edge) in.out_reported = true, in.full_at_report = full;
+            if (ev & EPOLLIN) in.landed_at_report = landed;
+            if (ev & EPOLLOUT) in.out_reported = true, in.full_at_report = full;
         }
     }
     if (commit && (in.events & EPOLLONESHOT)) in.disabled = true;

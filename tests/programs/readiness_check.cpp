@@ -194,6 +194,15 @@ int main() {
     out("epoll ET after partial", epoll_once(ep, 0));
     out("drain", drain(s));
 
+    // EPOLLET on both directions: the edge of new data carries the full current mask.
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+    epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+    out("epoll ET in+out first", epoll_once(ep, 0));
+    out("epoll ET in+out idle", epoll_once(ep, 0));
+    tell('w', 5);
+    out("epoll ET in+out new data", epoll_once(ep, 0));
+    out("drain", drain(s));
+
     ev.events = EPOLLIN | EPOLLONESHOT;
     epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
     tell('w', 5);

@@ -6,8 +6,12 @@
   registry_race.py client PORT THREADS CONNS     THREADS threads x CONNS connections: send b"ping<i>",
                                                  read the echo, close; prints "errors N" and examples
 
-A same-host client may offer the handshake only to listeners that run the shim (DESIGN.md); a plain
-server must never see a HELLO, and its clients must never see an error.
+A same-host client never speaks in band (shared memory is negotiated only over the side channel, at
+the shimmed server's initiative; the in-band HELLO is for RDMA peers named in RDMASOCK_PEERS): a plain
+server must never see a HELLO, and its clients must never see an error. Each shimmed connection binds
+a side-channel name (a Unix listener) that nobody will ever connect to here; the client must release
+it with the connection: once every connection is closed, the client process holds no more fds than
+before the first one (else "leaked N fds", exit 1).
 """
 import os
 import socket
@@ -44,8 +48,13 @@ def server(portfile):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
+def fd_count():
+    return len(os.listdir("/proc/self/fd"))
+
+
 def client(port, nthreads, per):
     errs = []
+    fds_before = fd_count()
 
     def run(t):
         for i in range(per):
@@ -70,6 +79,12 @@ def client(port, nthreads, per):
         t.start()
     for t in ts:
         t.join()
+    fds_after = fd_count()
+    if fds_after > fds_before:
+        kinds = sorted(os.readlink(f"/proc/self/fd/{f}").split(":")[0] for f in os.listdir("/proc/self/fd")
+                       if os.path.exists(f"/proc/self/fd/{f}"))
+        errs.insert(0, f"leaked {fds_after - fds_before} fds: {fds_before} before the first connection, "
+                       f"{fds_after} after the last ({', '.join(f'{k} x{kinds.count(k)}' for k in sorted(set(kinds)))})")
     print(f"errors {len(errs)} of {nthreads * per}", flush=True)
     for e in errs[:5]:
         print("  " + e, flush=True)

@@ -475,9 +475,9 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             }
             rv_.reset();
             side_tried_ = false;
-            // No side channel: the client may still speak in band (RDMA).
-            if (config_.transport == TransportChoice::shm) become_plain("the client has no side channel");
-            else phase_.store(Phase::undecided, std::memory_order_release);
+            // No side channel: the client may still speak in band (an RDMA HELLO, which
+            // must be answered, even if only to decline it, never passed on as data).
+            phase_.store(Phase::undecided, std::memory_order_release);
             return true;
         }
         case Phase::rv_offered: {

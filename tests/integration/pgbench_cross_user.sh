@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# tests/integration/pgbench_cross_user.sh -- the most common deployment: PostgreSQL runs as
+# `postgres`, pgbench as another user (root here). Only the TCP peer can join a same-host
+# connection (docs/protocol.md), so users do not matter: every pgbench connection and its backend
+# must be on shm, byte counts agreeing, TPC-B invariant holding (tests/pg/pgbench_invariant.sh).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${BUILD:-build}"
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+if [[ $(id -u) -ne 0 ]]; then echo "[pgbench_cross_user] SKIP: needs root (the cluster runs as postgres)"; exit 0; fi
+PG_CLIENT_AS_OWNER=0 exec bash "$ROOT/tests/pg/pgbench_invariant.sh" --shim "$BUILD/librdmasock.so" --expect-transport shm

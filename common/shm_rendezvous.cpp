@@ -1,9 +1,11 @@
 #include "shm_rendezvous.hpp"
 
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "log.hpp"
@@ -35,6 +37,22 @@ Wire make(uint8_t type, int tcp_fd, uint64_t ring) {
     Wire w{};
     w.magic = kMagic, w.version = kVersion, w.type = type, w.claimed_fd = tcp_fd, w.ring_bytes = ring;
     return w;
+}
+
+// A doorbell from the peer must really be an eventfd, and nonblocking: a pipe or a
+// blocking fd passed in its place would hang our drain or our ring.
+bool is_eventfd(int fd) {
+    char path[64], link[64];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int saved = errno;
+    ssize_t n = ::readlink(path, link, sizeof link - 1);
+    bool ok = n > 0 && (link[n] = 0, std::strcmp(link, "anon_inode:[eventfd]") == 0);
+    if (ok) {
+        int fl = ::fcntl(fd, F_GETFL);
+        ok = fl >= 0 && ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+    }
+    errno = saved;
+    return ok;
 }
 
 }  // namespace
@@ -154,6 +172,7 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
         return fail("ACCEPT refused: " + err);
     int memfd = r.fds[0], mine = r.fds[1], peers = r.fds[2];
+    if (!is_eventfd(mine) || !is_eventfd(peers)) return fail("the client's doorbells are not eventfds");
     r.nfds = 0;  // ours now
     auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);
     if (!ch) {

@@ -82,14 +82,14 @@ uninstall:
 # A Debian package of the install tree (PREFIX=/usr), built with dpkg-deb only.
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB      := $(BUILD)/librdmasock_$(VERSION)_$(DEB_ARCH).deb
+DEB_ROOT := $(abspath $(BUILD)/deb-root)
 deb:
-	rm -rf $(BUILD)/deb-root
-	$(MAKE) install PREFIX=/usr DESTDIR=$(CURDIR)/$(BUILD)/deb-root
-	gzip -9n $(BUILD)/deb-root/usr/share/man/man1/rdmasock.1 $(BUILD)/deb-root/usr/share/man/man7/rdmasock.7
-	install -d $(BUILD)/deb-root/DEBIAN
-	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' packaging/deb-control.in \
-	    > $(BUILD)/deb-root/DEBIAN/control
-	dpkg-deb --root-owner-group --build $(BUILD)/deb-root $(DEB)
+	rm -rf $(DEB_ROOT)
+	$(MAKE) install PREFIX=/usr DESTDIR=$(DEB_ROOT)
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/rdmasock.1 $(DEB_ROOT)/usr/share/man/man7/rdmasock.7
+	install -d $(DEB_ROOT)/DEBIAN
+	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' packaging/deb-control.in > $(DEB_ROOT)/DEBIAN/control
+	dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB)
 
 $(UNIT): $(UNIT_OBJ) $(BUILD)/libcommon.a
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lrt

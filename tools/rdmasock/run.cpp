@@ -52,8 +52,8 @@ bool validate(const std::map<std::string, std::string>& vars) {
         },
         errors);
     for (auto e : errors) {
-        // "RDMASOCK_X='v' is invalid (expected ...); using D": the default is not used here.
-        if (auto cut = e.find("; using"); cut != std::string::npos) e.resize(cut);
+        // "RDMASOCK_X='v' is invalid (...); using D": drop what the shim would do instead.
+        if (auto cut = e.rfind(')'); cut != std::string::npos) e.resize(cut + 1);
         for (const auto& [opt, var] : kValueOptions)
             if (e.rfind(var + "=", 0) == 0) e = opt + " " + e.substr(var.size() + 1);
         std::fprintf(stderr, "rdmasock run: %s\n", e.c_str());

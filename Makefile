@@ -35,7 +35,7 @@ LIB        := $(BUILD)/librdmasock.so
 CLI        := $(BUILD)/rdmasock
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-pg bench-pg stress fuzz robustness tsan
+.PHONY: install uninstall deb FORCE all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-pg bench-pg stress fuzz robustness tsan
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES) $(CLI)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -52,6 +52,44 @@ $(LIB): $(SHIM_OBJ) $(BUILD)/libcommon.a
 # The rdmasock command (tools/rdmasock): run, stat, doctor.
 $(CLI): $(call obj,$(CLI_SRC)) $(BUILD)/libcommon.a
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Installation (docs/install.md). The launcher has $(PREFIX)/lib compiled in; the
+# stamp holds the PREFIX it was built with, so another PREFIX rebuilds it.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+VERSION ?= 0.1.0
+LIBDIR  := $(PREFIX)/lib
+$(BUILD)/prefix.stamp: FORCE
+	@mkdir -p $(BUILD); echo '$(LIBDIR)' | cmp -s - $@ || echo '$(LIBDIR)' > $@
+$(BUILD)/obj/tools/rdmasock/library_path.o: $(BUILD)/prefix.stamp
+$(BUILD)/obj/tools/rdmasock/library_path.o: CXXFLAGS += -DRDMASOCK_LIBDIR='"$(LIBDIR)"'
+
+# Every installed file, relative to $(DESTDIR)$(PREFIX): uninstall removes exactly these.
+INSTALLED := lib/librdmasock.so bin/rdmasock share/man/man1/rdmasock.1 share/man/man7/rdmasock.7
+install: $(LIB) $(CLI)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
+	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/librdmasock.so
+	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/rdmasock
+	install -m 0644 docs/man/rdmasock.1 $(DESTDIR)$(PREFIX)/share/man/man1/rdmasock.1
+	install -m 0644 docs/man/rdmasock.7 $(DESTDIR)$(PREFIX)/share/man/man7/rdmasock.7
+
+FORCE:
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
+
+# A Debian package of the install tree (PREFIX=/usr), built with dpkg-deb only.
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB      := $(BUILD)/librdmasock_$(VERSION)_$(DEB_ARCH).deb
+DEB_ROOT := $(abspath $(BUILD)/deb-root)
+deb:
+	rm -rf $(DEB_ROOT)
+	$(MAKE) install PREFIX=/usr DESTDIR=$(DEB_ROOT)
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/rdmasock.1 $(DEB_ROOT)/usr/share/man/man7/rdmasock.7
+	install -d $(DEB_ROOT)/DEBIAN
+	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' packaging/deb-control.in > $(DEB_ROOT)/DEBIAN/control
+	dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB)
 
 $(UNIT): $(UNIT_OBJ) $(BUILD)/libcommon.a
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lrt

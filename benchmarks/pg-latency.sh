@@ -144,9 +144,10 @@ check_shm() {
     fi
 }
 
-fail() { # PATH MESSAGE FILE
+fail() { # PATH MESSAGE FILE: the FILE is renamed *.failed, out of the report's sight
     FAIL[$1]=1; ANY_FAIL=1
     pg_warn "$1: $2; output:"; tail -n 20 "$3" | sed 's/^/    /' >&2
+    mv -f "$3" "$3.failed"
     pg_warn "last lines of the server log:"; tail -n 15 "$PG_LOG" | sed 's/^/    /' >&2
 }
 
@@ -215,6 +216,9 @@ count_server_stats() { # backends' stats lines in the server log since the last 
     n="$(tail -n +"$from" "$PG_LOG" | grep -c 'rdmasock\[[0-9]*\]: stats .*role=server ' || true)"
     nshm="$(tail -n +"$from" "$PG_LOG" | grep -c 'rdmasock\[[0-9]*\]: stats .*role=server transport=shm ' || true)"
     SERVER_ALL=$(( SERVER_ALL + n )); SERVER_SHM=$(( SERVER_SHM + nshm ))
+    # the others: transport and reason (expected: the harness's unshimmed pg_isready probe per start)
+    tail -n +"$from" "$PG_LOG" | grep 'rdmasock\[[0-9]*\]: stats .*role=server ' | grep -v ' transport=shm ' |
+        sed -n 's/.* \(transport=[a-z]*\) .*\( reason=.*\)$/\1\2/p; t; s/.* \(transport=[a-z]*\) .*/\1/p' >>"$WORK/server-other" || true
 }
 
 plain_paths=(); for p in $PATHS; do [[ $p == shim ]] || plain_paths+=("$p"); done
@@ -275,6 +279,8 @@ RUNINFO="$WORK/raw/run.txt"
     echo "status: ${STATUS% }"
     echo "shim_client_connections_on_shm: ${CHECK%, }"
     echo "shim_server_backends_on_shm: $SERVER_SHM/$SERVER_ALL"
+    echo "shim_server_backends_other: $(sort "$WORK/server-other" 2>/dev/null | uniq -c | sed 's/^ *\([0-9]*\) /\1 x /' | paste -sd';' - | sed 's/;/; /g')"
+    echo "shim_server_starts: $(wc -w <<<"$SHIM_LOG_FROM")"
     echo "seconds: $(( $(date +%s) - t_start ))"
 } >"$RUNINFO"
 

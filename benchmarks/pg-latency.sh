@@ -28,6 +28,7 @@
 #   pg-latency.csv             percentiles (p50 p90 p99 p99.9, also min mean max) per measure and path
 #   pg-latency-statements.csv  pgbench -r per-statement averages; psql per-statement-kind percentiles
 #   pg-latency-cdf.csv         the CDF points the plots are drawn from
+#   pg-latency-hist.csv        every sample (latency in us, count): the percentiles can be recomputed
 #   pg-latency-run.txt         command, date, machine (nproc, load), commit, transport check
 # and, through scripts/pg-latency-report, docs/postgres-latency.md and docs/img/pg-latency-*.png.
 #

@@ -35,7 +35,7 @@ LIB        := $(BUILD)/librdmasock.so
 CLI        := $(BUILD)/rdmasock
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: install uninstall deb FORCE all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-pg bench-pg stress fuzz robustness tsan
+.PHONY: install uninstall deb FORCE all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-pg bench-pg bench-pg-latency stress fuzz robustness tsan
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES) $(CLI)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -171,8 +171,14 @@ demo: all
 test-pg: $(LIB)
 	BUILD=$(BUILD) tests/integration/pgbench_invariant.sh
 
+# bench-pg: throughput (benchmarks/pgbench.sh), then the latency distributions of
+# benchmarks/pg-latency.sh (regenerates docs/postgres-latency.md and docs/img/pg-latency-*.png)
 bench-pg: $(LIB)
 	SHIM=$(BUILD)/librdmasock.so benchmarks/pgbench.sh
+	SHIM=$(BUILD)/librdmasock.so LAT_CMD='make bench-pg' benchmarks/pg-latency.sh
+
+bench-pg-latency: $(LIB)
+	SHIM=$(BUILD)/librdmasock.so LAT_CMD='make bench-pg-latency' benchmarks/pg-latency.sh
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -80,6 +80,16 @@ bool ShmRendezvous::peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_stor
     return ok;
 }
 
+// A refusal of a sender that once was the peer but has closed its socket since
+// (its fd number may already name another socket) is no attack: say so.
+bool ShmRendezvous::peer_gone(int tcp_fd) {
+    sockaddr_storage local{}, remote{};
+    peer_check::SocketId now;
+    std::string err;
+    return !peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, now, err) ||
+           now.inode != peer_socket_.inode;
+}
+
 bool ShmRendezvous::client_listen(int tcp_fd) {
     uint64_t ino = peer_check::inode_of(tcp_fd);
     if (ino) listen_fd_ = side_channel::listen_for(ino);
@@ -104,7 +114,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     if (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))
         return fail("cannot identify the server socket: " + err);
     if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
-        return fail("OFFER refused: " + err);
+        return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "OFFER refused: " + err);
     uint64_t ring = ring::valid_capacity(w.ring_bytes) ? std::min(w.ring_bytes, opt_.ring_bytes) : opt_.ring_bytes;
     std::unique_ptr<ShmChannel> ch;
     if (opt_.fault == "shm-create") err = "fault injection shm-create";
@@ -170,7 +180,7 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
         return fail("malformed ACCEPT on the side channel");
     std::string err;
     if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
-        return fail("ACCEPT refused: " + err);
+        return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "ACCEPT refused: " + err);
     int memfd = r.fds[0], mine = r.fds[1], peers = r.fds[2];
     if (!is_eventfd(mine) || !is_eventfd(peers)) return fail("the client's doorbells are not eventfds");
     r.nfds = 0;  // ours now
@@ -187,7 +197,6 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     }
     transport = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
     close();
-    (void)tcp_fd;
     return Result::done;
 }
 

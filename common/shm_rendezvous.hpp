@@ -62,6 +62,7 @@ public:
 
 private:
     bool peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote);
+    bool peer_gone(int tcp_fd);
     Result fail(std::string why);
 
     Options opt_;

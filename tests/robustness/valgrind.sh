@@ -93,7 +93,9 @@ scn_stream() {
 
 scn_no_offer() {
     local d=$1
-    vg_pair "$d" "RDMASOCK_FAULT=server-offer" ""
+    # 10 round trips: enough for the rendezvous (it needs two); on TCP each one waits for a delayed
+    # ACK (pingpong's 1-byte send is held by Nagle), so 200 would take ~20 s under valgrind
+    ROUNDS=10 vg_pair "$d" "RDMASOCK_FAULT=server-offer" ""
     [[ $cli_rc -eq 0 && $srv_rc -eq 0 ]] || fail "no-offer: client exit $cli_rc, server exit $srv_rc"
     check_vg "no-offer client" "$d/client.vg" "$cli_rc"; check_vg "no-offer server" "$d/server.vg" "$srv_rc"
     expect_transport no-offer "$d/client.out" client tcp; expect_transport no-offer "$d/server.out" server tcp
@@ -101,7 +103,9 @@ scn_no_offer() {
 
 scn_shm_create() {
     local d=$1
-    vg_pair "$d" "" "RDMASOCK_FAULT=shm-create"
+    # 10 round trips: enough for the rendezvous (it needs two); on TCP each one waits for a delayed
+    # ACK (pingpong's 1-byte send is held by Nagle), so 200 would take ~20 s under valgrind
+    ROUNDS=10 vg_pair "$d" "" "RDMASOCK_FAULT=shm-create"
     [[ $cli_rc -eq 0 && $srv_rc -eq 0 ]] || fail "shm-create: client exit $cli_rc, server exit $srv_rc"
     check_vg "shm-create client" "$d/client.vg" "$cli_rc"; check_vg "shm-create server" "$d/server.vg" "$srv_rc"
     expect_transport shm-create "$d/client.out" client tcp; expect_transport shm-create "$d/server.out" server tcp

@@ -1,5 +1,9 @@
 // One TCP connection as the shim sees it: negotiation, the upgraded ring path,
-// waiting, and the statistics line. The shim's interposers find a Connection by
+// waiting, and the statistics line. Its code is split by stage:
+//   connection.cpp               phases, dispatch of each call, teardown, statistics
+//   connection_side_channel.cpp  same host: rendezvous steps, bytes before the switch
+//   connection_inband.cpp        the in-band handshake (RDMA)
+//   connection_stream.cpp        ring send/recv, doorbells, waiting, readiness The shim's interposers find a Connection by
 // fd and call it; the kernel calls it needs come in through SocketOps, so tests
 // can drive it without LD_PRELOAD.
 //

@@ -1,0 +1,84 @@
+// Helpers shared by the Connection's files (connection*.cpp); not an interface.
+#pragma once
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "connection.hpp"
+
+namespace rdmasock::detail {
+
+inline int64_t now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+inline void cpu_relax() { __builtin_ia32_pause(); }
+
+// How long a waiter watches the ring after the transport said "bytes in flight"
+// before asking the peer again (see wait_for).
+constexpr int64_t kInFlightSpinUs = 50;
+
+inline size_t iov_total(const iovec* iov, int n) {
+    size_t t = 0;
+    for (int i = 0; i < n; ++i) t += iov[i].iov_len;
+    return t;
+}
+
+// A copy of an iovec array advanced by `skip` bytes (for resuming partial I/O).
+struct IovCursor {
+    iovec v[64];
+    int n = 0;
+    IovCursor(const iovec* iov, int cnt, size_t skip) {
+        for (int i = 0; i < cnt && n < 64; ++i) {
+            if (skip >= iov[i].iov_len) {
+                skip -= iov[i].iov_len;
+                continue;
+            }
+            v[n].iov_base = static_cast<uint8_t*>(iov[i].iov_base) + skip;
+            v[n].iov_len = iov[i].iov_len - skip;
+            skip = 0;
+            ++n;
+        }
+    }
+};
+
+inline void raise_sigpipe(int flags) {
+    if (!(flags & MSG_NOSIGNAL)) pthread_kill(pthread_self(), SIGPIPE);
+}
+
+// Doorbells and handshake messages are single small segments: Nagle would hold
+// them back for a delayed ACK (~40 ms). After the upgrade the TCP stream carries
+// nothing else, so this changes no application-visible behaviour of the data.
+inline void no_delay(int fd) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// Bytes waiting in the kernel socket (the peer's bytes before its switch). A raw
+// syscall: ioctl() is interposed, and for an upgraded fd it would ask us again.
+inline size_t kernel_inq(int fd) {
+    int q = 0;
+    int saved = errno;
+    if (syscall(SYS_ioctl, fd, FIONREAD, &q) != 0) q = 0;
+    errno = saved;
+    return q > 0 ? static_cast<size_t>(q) : 0;
+}
+
+// Phases in which this side holds rings (and an eventfd on the side-channel path).
+inline bool has_rings(Phase p) { return p == Phase::upgraded || p == Phase::rv_accepted; }
+
+}  // namespace rdmasock::detail

@@ -1,0 +1,188 @@
+// The same-host side channel as the Connection sees it: the rendezvous steps and
+// the data path while bytes still travel over TCP (docs/protocol.md, "Switching at
+// a byte offset").
+#include "connection_detail.hpp"
+
+#include <cstring>
+
+#include "log.hpp"
+#include "rdma_setup.hpp"
+#include "shm_transport.hpp"
+
+namespace rdmasock {
+
+using namespace detail;
+
+// One step of the side-channel rendezvous. `may_syscall` false (readiness
+// queries): only look at shared memory.
+bool Connection::progress_rendezvous(bool may_syscall) {
+    using R = ShmRendezvous::Result;
+    std::unique_ptr<Transport> t;
+    // A reader blocked in the kernel on the TCP socket (tcp_recv holds read_mu_)
+    // would sleep through the switch it cannot see: no step while one is there.
+    // It comes back with the peer's next TCP byte and takes the step itself.
+    std::unique_lock<std::mutex> no_reader(read_mu_, std::defer_lock);
+    if (may_syscall && !no_reader.try_lock()) return false;
+    switch (phase()) {
+        case Phase::rv_listen: {
+            if (!may_syscall) return false;
+            R r = rv_->client_step(fd_, t);
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            transport_ = std::move(t);
+            owner_pid_ = current_pid();
+            phase_.store(Phase::rv_accepted, std::memory_order_release);
+            RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);
+            return true;
+        }
+        case Phase::rv_pending: {
+            if (!may_syscall) return false;
+            R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
+            if (r == R::waiting) {
+                phase_.store(Phase::rv_offered, std::memory_order_release);
+                return true;
+            }
+            rv_.reset();
+            side_tried_ = false;
+            // No side channel: the client may still speak in band (an RDMA HELLO, which
+            // must be answered, even if only to decline it, never passed on as data).
+            phase_.store(Phase::undecided, std::memory_order_release);
+            return true;
+        }
+        case Phase::rv_offered: {
+            if (!may_syscall) return false;
+            R r = rv_->server_step(fd_, t);
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            rv_.reset();
+            upgrade(std::move(t));
+            return true;
+        }
+        case Phase::rv_accepted: {
+            // The server's switch offset is its acceptance.
+            if (transport_->rx_switch()->load(std::memory_order_acquire) != RingControl::kNotSwitched) {
+                if (may_syscall) rv_.reset();
+                no_delay(fd_);
+                phase_.store(Phase::upgraded, std::memory_order_release);
+                RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
+                return true;
+            }
+            if (!may_syscall) return false;
+            auto r = rv_->client_confirmed();
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            no_delay(fd_);
+            phase_.store(Phase::upgraded, std::memory_order_release);
+            RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
+            return true;
+        }
+        default: return false;
+    }
+}
+
+// ---------------------------------------------------------------- side-channel data path
+
+ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
+    std::lock_guard<std::mutex> lk(write_mu_);
+    msghdr mh{};
+    mh.msg_iov = const_cast<iovec*>(iov);
+    mh.msg_iovlen = static_cast<size_t>(iovcnt);
+    ssize_t n = ops_.sendmsg(fd_, &mh, flags);
+    if (n > 0) tcp_tx_ += static_cast<uint64_t>(n);
+    return n;
+}
+
+ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
+    ssize_t n;
+    {
+        std::unique_lock<std::mutex> lk(read_mu_);
+        const Phase ph = phase();
+        if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered && ph != Phase::plain) {
+            lk.unlock();  // another thread moved the rendezvous on meanwhile
+            return recv(iov, iovcnt, flags);
+        }
+        msghdr mh{};
+        mh.msg_iov = const_cast<iovec*>(iov);
+        mh.msg_iovlen = static_cast<size_t>(iovcnt);
+        n = ops_.recvmsg(fd_, &mh, flags);
+        if (n > 0 && !(flags & MSG_PEEK)) tcp_rx_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    }
+    // A shimmed server offers before its first byte leaves (shm_rendezvous.hpp):
+    // server bytes without an OFFER mean a server without the shim. A client that
+    // only sends gives up after a bounded number of calls.
+    int saved = errno;
+    if (phase() == Phase::rv_listen && (n > 0 || ++rv_calls_ > 64)) {
+        std::lock_guard<std::mutex> lk(handshake_mu_);
+        if (!progress_rendezvous(true) && phase() == Phase::rv_listen) become_plain("the server made no offer");
+    }
+    errno = saved;
+    return n;
+}
+
+void Connection::switch_tx_locked() {
+    if (tx_switched_) return;
+    tx_switched_ = true;
+    if (auto* sw = transport_->tx_switch()) {
+        sw->store(tcp_tx_, std::memory_order_release);
+        RS_LOG(debug, "fd %d: sends switch to the ring after %llu TCP bytes", fd_, static_cast<unsigned long long>(tcp_tx_));
+        ring_doorbell();  // a peer asleep on TCP must look at the switch offset
+    }
+}
+
+bool Connection::rx_on_tcp() {
+    auto* sw = transport_->rx_switch();
+    if (!sw) return false;
+    uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
+    if (at == RingControl::kNotSwitched) {
+        at = sw->load(std::memory_order_acquire);
+        if (at == RingControl::kNotSwitched) return true;
+        if (at < tcp_rx_.load(std::memory_order_relaxed)) {
+            // We already read more than that over TCP: the peer lies about the past.
+            RS_LOG(error, "fd %d: peer switch offset %llu is behind the %llu bytes received; resetting", fd_,
+                   static_cast<unsigned long long>(at), static_cast<unsigned long long>(tcp_rx_.load()));
+            peer_reset_.store(true);
+            rx_switch_at_.store(tcp_rx_.load());
+            return false;
+        }
+        rx_switch_at_.store(at, std::memory_order_release);
+    }
+    return tcp_rx_.load(std::memory_order_relaxed) < at;
+}
+
+bool Connection::tcp_readable() {
+    pollfd p{fd_, POLLIN, 0};
+    return ops_.poll(&p, 1, 0) > 0;
+}
+
+// Side-channel transports: the doorbell is the eventfd. After the peer switched,
+// its TCP stream carries nothing but the end of the connection, so a byte found
+// there was written around the shim: never dropped, never taken for data out of
+// order; the connection is reset loudly instead.
+void Connection::drain_side_channel_locked() {
+    transport_->drain_wake();
+    if (peer_closed_.load() || rx_on_tcp()) return;
+    char b;
+    ssize_t n = ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) {
+        RS_LOG(debug, "fd %d: peer closed its socket", fd_);
+        peer_closed_.store(true);
+    } else if (n > 0) {
+        RS_LOG(error, "fd %d: bytes on the TCP stream after the switch to the ring (written around the shim); resetting", fd_);
+        peer_reset_.store(true);
+        peer_closed_.store(true);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        peer_reset_.store(true);
+        peer_closed_.store(true);
+    }
+}
+
+}  // namespace rdmasock

@@ -197,6 +197,7 @@ private:
     void drain_locked();
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
+    std::atomic<bool> peer_fin_{false};  // side channel: the peer's FIN seen while its bytes still come over TCP
     std::atomic<bool> failure_reported_{false};  // transport_failed() sent its abort byte
     bool shut_rd_ = false, shut_wr_ = false;
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;

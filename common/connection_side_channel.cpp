@@ -169,7 +169,14 @@ bool Connection::tcp_readable() {
 // order; the connection is reset loudly instead.
 void Connection::drain_side_channel_locked() {
     transport_->drain_wake();
-    if (peer_closed_.load() || rx_on_tcp()) return;
+    if (peer_closed_.load()) return;
+    if (rx_on_tcp()) {
+        // The peer's bytes before its switch are still there: look, do not take.
+        // A FIN tells a writer that nobody may read its ring any more.
+        pollfd p{fd_, POLLRDHUP, 0};
+        if (ops_.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) peer_fin_.store(true);
+        return;
+    }
     char b;
     ssize_t n = ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0) {

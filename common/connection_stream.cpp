@@ -63,14 +63,14 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             errno = EAGAIN;
             return -1;
         }
-        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || peer_closed_.load() || transport_->failed(); }, false,
+        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || peer_closed_.load() || peer_fin_.load() || transport_->failed(); }, false,
                             timeout_for(true));
         if (res == Wait::timeout) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = EAGAIN;
             return -1;
         }
-        if (peer_closed_.load() && !w.has_space()) peer_reset_.store(true);  // nobody will ever read
+        if ((peer_closed_.load() || peer_fin_.load()) && !w.has_space()) peer_reset_.store(true);  // nobody will ever read
     }
 }
 
@@ -317,7 +317,12 @@ Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_
         // The TCP socket (doorbell bytes, the peer's bytes before its switch, its
         // FIN or RST) and the transport's eventfd, if it has one.
         pollfd p[2] = {{fd_, POLLIN, 0}, {transport_->wake_fd(), POLLIN, 0}};
-        if (p[1].fd >= 0 && peer_closed_.load()) p[0].fd = -1;  // its EOF stays readable: no busy loop
+        if (p[1].fd >= 0) {
+            if (peer_closed_.load() || (!reader && peer_fin_.load())) p[0].fd = -1;  // its EOF stays readable: no busy loop
+            // A writer while the peer's bytes still come over TCP: only its FIN matters
+            // (unread data there would wake us for nothing, again and again).
+            else if (!reader && rx_on_tcp()) p[0].events = POLLRDHUP;
+        }
         int rc = ops_.poll(p, p[1].fd >= 0 ? 2 : 1, ms);
         if (rc > 0 && lk.owns_lock()) drain_locked();
         if (lk.owns_lock()) lk.unlock();

@@ -249,3 +249,31 @@ TEST_CASE("side channel: a stream in one direction switches mid-flow without los
     CHECK(got == kTotal);
     CHECK(writer.get());
 }
+
+TEST_CASE("side channel: a writer on the ring learns that a reader still on TCP closed (EPIPE, no hang)") {
+    Config cfg;
+    cfg.ring_bytes = 1 << 16;
+    SidePair p(cfg);
+    // Step by step, one thread: the client ends up having sent ACCEPT and nothing else.
+    REQUIRE(send_str(*p.client, "a") == 1);   // TCP; no OFFER yet
+    CHECK(recv_n(*p.server, 1) == "a");       // the server offers, reads over TCP
+    REQUIRE(send_str(*p.server, "b") == 1);   // no ACCEPT yet: TCP
+    CHECK(recv_n(*p.client, 1) == "b");       // the client accepts the OFFER, reads over TCP
+    REQUIRE(p.client->phase() == Phase::rv_accepted);
+    REQUIRE(send_str(*p.server, "x") == 1);  // the server upgrades and switches its sends
+    REQUIRE(p.server->phase() == Phase::upgraded);
+    p.client.reset();  // the client application closes without another call
+    close(p.cfd);
+    p.cfd = -1;
+    p.server->set_timeouts(-1, 10 * 1000 * 1000);  // a hang shows as EAGAIN, not as a stuck test
+    std::string chunk(16384, 'w');
+    ssize_t r = 0;
+    int err = 0;
+    for (int i = 0; i < 1000 && r >= 0; ++i) {
+        iovec v{chunk.data(), chunk.size()};
+        r = p.server->send(&v, 1, MSG_NOSIGNAL);
+        err = errno;
+    }
+    CHECK(r == -1);
+    CHECK((err == EPIPE || err == ECONNRESET));
+}

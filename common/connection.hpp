@@ -198,6 +198,14 @@ private:
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
     std::atomic<bool> peer_fin_{false};  // side channel: the peer's FIN seen while its bytes still come over TCP
+    // A FIN while the peer's bytes still come over TCP may be a half-close: its
+    // reader then goes on. Only when its socket is gone (sock_diag; looked up at
+    // most every 100 ms) does a writer facing a full ring get EPIPE.
+    uint64_t peer_inode_ = 0;
+    int64_t fin_checked_us_ = 0;
+    bool fin_peer_gone();
+    // Nobody will ever read this ring again: the peer closed (or died).
+    bool reader_gone();
     std::atomic<bool> failure_reported_{false};  // transport_failed() sent its abort byte
     bool shut_rd_ = false, shut_wr_ = false;
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;

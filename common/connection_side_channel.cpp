@@ -3,6 +3,8 @@
 // a byte offset").
 #include "connection_detail.hpp"
 
+#include "peer_check.hpp"
+
 #include <cstring>
 
 #include "log.hpp"
@@ -34,6 +36,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             }
             transport_ = std::move(t);
             owner_pid_ = current_pid();
+            peer_inode_ = rv_->peer_socket().inode;
             phase_.store(Phase::rv_accepted, std::memory_order_release);
             RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);
             return true;
@@ -60,6 +63,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 become_plain(rv_->why().c_str());
                 return true;
             }
+            peer_inode_ = rv_->peer_socket().inode;
             rv_.reset();
             upgrade(std::move(t));
             return true;
@@ -167,6 +171,27 @@ bool Connection::tcp_readable() {
 // its TCP stream carries nothing but the end of the connection, so a byte found
 // there was written around the shim: never dropped, never taken for data out of
 // order; the connection is reset loudly instead.
+bool Connection::fin_peer_gone() {
+    if (!peer_fin_.load()) return false;
+    if (peer_inode_ == 0) return true;
+    const int64_t now = now_us();
+    if (now - fin_checked_us_ < 100000) return false;
+    fin_checked_us_ = now;
+    sockaddr_storage local{}, remote{};
+    socklen_t l1 = sizeof local, l2 = sizeof remote;
+    peer_check::SocketId id;
+    std::string err;
+    int saved = errno;
+    bool gone = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &l1) != 0 ||
+                ::getpeername(fd_, reinterpret_cast<sockaddr*>(&remote), &l2) != 0 ||
+                !peer_check::find_socket(remote, local, id, err) || id.inode != peer_inode_;
+    errno = saved;
+    if (gone) RS_LOG(debug, "fd %d: the peer's socket is gone after its FIN", fd_);
+    return gone;
+}
+
+bool Connection::reader_gone() { return peer_closed_.load() || fin_peer_gone(); }
+
 void Connection::drain_side_channel_locked() {
     transport_->drain_wake();
     if (peer_closed_.load()) return;

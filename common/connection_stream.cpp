@@ -58,19 +58,23 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         }
         if (want == 0) return 0;
         send_full_.fetch_add(1, std::memory_order_relaxed);
+        if (!w.has_space() && reader_gone()) {
+            peer_reset_.store(true);  // a full ring nobody will ever read: EPIPE, as TCP's RST would
+            continue;
+        }
         if (nb) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = EAGAIN;
             return -1;
         }
-        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || peer_closed_.load() || peer_fin_.load() || transport_->failed(); }, false,
+        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed(); }, false,
                             timeout_for(true));
         if (res == Wait::timeout) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = EAGAIN;
             return -1;
         }
-        if ((peer_closed_.load() || peer_fin_.load()) && !w.has_space()) peer_reset_.store(true);  // nobody will ever read
+        if (!w.has_space() && reader_gone()) peer_reset_.store(true);  // nobody will ever read
     }
 }
 
@@ -318,7 +322,11 @@ Connection::Wait Connection::wait_for(Ready ready, bool reader, int64_t timeout_
         // FIN or RST) and the transport's eventfd, if it has one.
         pollfd p[2] = {{fd_, POLLIN, 0}, {transport_->wake_fd(), POLLIN, 0}};
         if (p[1].fd >= 0) {
-            if (peer_closed_.load() || (!reader && peer_fin_.load())) p[0].fd = -1;  // its EOF stays readable: no busy loop
+            if (peer_closed_.load() || (!reader && peer_fin_.load())) {
+                p[0].fd = -1;  // its EOF stays readable: no busy loop
+                // After a FIN only sock_diag tells whether the reader went away.
+                if (!reader && peer_fin_.load()) ms = ms < 0 ? 100 : std::min(ms, 100);
+            }
             // A writer while the peer's bytes still come over TCP: only its FIN matters
             // (unread data there would wake us for nothing, again and again).
             else if (!reader && rx_on_tcp()) p[0].events = POLLRDHUP;
@@ -369,11 +377,13 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     if (transport_->wake_fd() >= 0) {
         if (peer_closed_.load()) *kernel_events = 0;  // its EOF stays readable: no busy loop
         if (rx_on_tcp()) {
+            // Only what the app waits for: a FIN kept readable would wake a writer for nothing.
+            *kernel_events = in ? POLLIN : (peer_fin_.load() ? 0 : POLLRDHUP);
             // The peer's bytes before its switch are still on TCP.
             pollfd p{fd_, static_cast<short>(in | (wanted & POLLRDHUP)), 0};
             ops_.poll(&p, 1, 0);
             r |= p.revents;
-            if (out && (transport_->writer().writable() || peer_reset_.load())) r |= out;
+            if (out && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
             if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in);
             return r;
         }
@@ -388,7 +398,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
         r |= static_cast<short>(in | (wanted & POLLRDHUP));
     else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
-    if (out && (transport_->writer().writable() || closed || reset)) r |= out;
+    if (out && (transport_->writer().writable() || closed || reset || fin_peer_gone())) r |= out;
     if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
     return r;

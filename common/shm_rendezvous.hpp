@@ -59,6 +59,8 @@ public:
     // Releases the side channel (after the switch, or on giving up).
     void close();
     const std::string& why() const { return why_; }
+    // The peer's TCP socket, as sock_diag named it during the rendezvous.
+    const peer_check::SocketId& peer_socket() const { return peer_socket_; }
 
 private:
     bool peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote);

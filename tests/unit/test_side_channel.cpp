@@ -277,3 +277,46 @@ TEST_CASE("side channel: a writer on the ring learns that a reader still on TCP 
     CHECK(r == -1);
     CHECK((err == EPIPE || err == ECONNRESET));
 }
+
+TEST_CASE("side channel: a peer that half-closes while still on TCP keeps reading the ring (no false EPIPE)") {
+    Config cfg;
+    cfg.ring_bytes = 1 << 16;
+    cfg.spin_us = 0;  // every wait sleeps: the server meets the FIN with its ring full
+    SidePair p(cfg);
+    REQUIRE(send_str(*p.client, "a") == 1);
+    CHECK(recv_n(*p.server, 1) == "a");
+    REQUIRE(send_str(*p.server, "b") == 1);
+    CHECK(recv_n(*p.client, 1) == "b");
+    REQUIRE(p.client->phase() == Phase::rv_accepted);
+    // The client's request ends with a half-close, carried by the kernel (its sends are on TCP).
+    REQUIRE(send_str(*p.client, "GET") == 3);
+    p.client->shutdown(SHUT_WR);
+    REQUIRE(::shutdown(p.cfd, SHUT_WR) == 0);
+    constexpr size_t kTotal = 4 << 20;  // 64 rings' worth: the server must wait for the reader
+    p.client->set_timeouts(10 * 1000 * 1000, -1);  // a failure shows as EAGAIN, not as a stuck test
+    auto srv = std::async(std::launch::async, [&] {
+        if (recv_n(*p.server, 3) != "GET") return std::string("no request");
+        char b;
+        iovec e{&b, 1};
+        if (p.server->recv(&e, 1, 0) != 0) return std::string("no EOF after the request");
+        std::string chunk(8192, 'r');
+        for (size_t sent = 0; sent < kTotal;) {
+            iovec v{chunk.data(), chunk.size()};
+            ssize_t w = p.server->send(&v, 1, MSG_NOSIGNAL);
+            if (w <= 0) return std::string("send failed: ") + strerror(errno);
+            sent += static_cast<size_t>(w);
+        }
+        return std::string("ok");
+    });
+    size_t got = 0;
+    char buf[16384];
+    while (got < kTotal) {
+        iovec v{buf, sizeof buf};
+        ssize_t r = p.client->recv(&v, 1, 0);
+        if (r <= 0) break;
+        got += static_cast<size_t>(r);
+        if (got % (256 << 10) < sizeof buf) usleep(20000);  // a slow reader: the ring fills up
+    }
+    CHECK(got == kTotal);
+    CHECK(srv.get() == "ok");
+}

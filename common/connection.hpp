@@ -202,7 +202,8 @@ private:
     // reader then goes on. Only when its socket is gone (sock_diag; looked up at
     // most every 100 ms) does a writer facing a full ring get EPIPE.
     uint64_t peer_inode_ = 0;
-    int64_t fin_checked_us_ = 0;
+    std::atomic<bool> peer_gone_{false};
+    std::atomic<int64_t> fin_checked_us_{0};
     bool fin_peer_gone();
     // Nobody will ever read this ring again: the peer closed (or died).
     bool reader_gone();

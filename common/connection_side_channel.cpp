@@ -173,10 +173,10 @@ bool Connection::tcp_readable() {
 // order; the connection is reset loudly instead.
 bool Connection::fin_peer_gone() {
     if (!peer_fin_.load()) return false;
-    if (peer_inode_ == 0) return true;
+    if (peer_gone_.load() || peer_inode_ == 0) return true;
     const int64_t now = now_us();
-    if (now - fin_checked_us_ < 100000) return false;
-    fin_checked_us_ = now;
+    int64_t last = fin_checked_us_.load(std::memory_order_relaxed);
+    if (now - last < 100000 || !fin_checked_us_.compare_exchange_strong(last, now)) return false;
     sockaddr_storage local{}, remote{};
     socklen_t l1 = sizeof local, l2 = sizeof remote;
     peer_check::SocketId id;
@@ -186,7 +186,10 @@ bool Connection::fin_peer_gone() {
                 ::getpeername(fd_, reinterpret_cast<sockaddr*>(&remote), &l2) != 0 ||
                 !peer_check::find_socket(remote, local, id, err) || id.inode != peer_inode_;
     errno = saved;
-    if (gone) RS_LOG(debug, "fd %d: the peer's socket is gone after its FIN", fd_);
+    if (gone) {
+        RS_LOG(debug, "fd %d: the peer's socket is gone after its FIN", fd_);
+        peer_gone_.store(true);  // for good
+    }
     return gone;
 }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # tests/robustness/registry_race.sh -- concurrent shimmed clients of a PLAIN (unshimmed) server.
 #
-# A same-host client offers the handshake only if the port is in the registry (an abstract Unix
-# socket a shimmed listen() binds). Here nobody publishes the port, so no client may ever send a
-# HELLO: the plain server must never see the magic, and every client must get its echo (THREADS x
-# CONNS connections, default 8 x 1500). Guards bug 4 of docs/robustness.md (a probe by bind() of the
-# same abstract name made a concurrent client believe the port was published; fixed: connect()).
+# A same-host client never writes a handshake into the TCP stream (it negotiates shared memory over
+# the side channel only, docs/protocol.md), so the plain server must never see the magic, every
+# client must get its echo (THREADS x CONNS connections, default 8 x 1500), and each client's
+# side-channel name must be released (the client holds no more fds afterwards). Once guarded bug 4
+# of docs/robustness.md (the old per-port registry probe).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 THREADS=${THREADS:-8}

@@ -11,7 +11,9 @@
 // Modes: tcp (loopback), unix (socketpair), shm (this program's own TCP client and
 // server, both under LD_PRELOAD=librdmasock.so; the row fails unless the shim's
 // stats say transport=shm), ring (the framed ring over shared memory, no socket
-// layer), line (two processes bouncing one cache line: the floor).
+// layer), line (two processes bouncing one cache line: the floor), eventfd (two
+// processes waking each other through eventfds: the floor of a sleeping wait).
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 
 #include <atomic>
@@ -115,6 +117,31 @@ Summary run_line(size_t size, size_t iters, size_t warmup) {
     return s;
 }
 
+// The sleeping floor: two processes waking each other through a pair of blocking
+// eventfds, no data (size ignored). A shimmed wait that really sleeps costs at
+// least this much per round trip (docs/waiting.md).
+Summary run_eventfd(size_t size, size_t iters, size_t warmup) {
+    int to_echo = eventfd(0, EFD_CLOEXEC), to_client = eventfd(0, EFD_CLOEXEC);
+    if (to_echo < 0 || to_client < 0) die("eventfd");
+    const uint64_t total = iters + warmup;
+    PairRun p;
+    p.echo = [&] {
+        uint64_t v;
+        for (uint64_t i = 0; i < total; ++i) {
+            if (read(to_echo, &v, sizeof v) != sizeof v) _exit(1);
+            v = 1;
+            if (write(to_client, &v, sizeof v) != sizeof v) _exit(1);
+        }
+    };
+    p.client_rt = [&] {
+        uint64_t v = 1;
+        if (write(to_echo, &v, sizeof v) != sizeof v || read(to_client, &v, sizeof v) != sizeof v) die("eventfd round trip");
+    };
+    auto s = measure("eventfd", size, iters, warmup, p);
+    close(to_echo), close(to_client);
+    return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,8 +153,8 @@ int main(int argc, char** argv) {
     const std::string lib = next_to_self(argv[0], "librdmasock.so");
     const std::string self = self_path();
     for (const auto& m : modes) {
-        if (m != "tcp" && m != "unix" && m != "ring" && m != "line" && m != "shm" && m != "shim")
-            die_msg("unknown mode " + m + " (tcp, unix, shm, ring, line)");
+        if (m != "tcp" && m != "unix" && m != "ring" && m != "line" && m != "shm" && m != "shim" && m != "eventfd")
+            die_msg("unknown mode " + m + " (tcp, unix, shm, ring, line, eventfd)");
         if ((m == "shm" || m == "shim") && lib.empty()) die_msg("librdmasock.so not found next to " + self);
     }
     return run_points(o, modes, "pingpong", [&](const std::string& m, size_t size, size_t iters, size_t warmup) {
@@ -135,6 +162,7 @@ int main(int argc, char** argv) {
         if (m == "unix") return run_unix(size, iters, warmup);
         if (m == "ring") return run_ring(size, iters, warmup);
         if (m == "line") return run_line(size, iters, warmup);
+        if (m == "eventfd") return run_eventfd(size, iters, warmup);
         // shm: the shim must really have carried it (stats line), else the row fails.
         return run_preloaded(self, lib, m, "127.0.0.1", size, iters, warmup,
                              {"RDMASOCK_TRANSPORT=shm"}, {"RDMASOCK_STATS=1"}, {"transport=shm", false});

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # tests/robustness/isolation.sh -- only the TCP peer can join a same-host connection (docs/protocol.md).
 #
-#   cross-user (both directions): a shimmed stream_check server run as `nobody` (setpriv) and a
-#       shimmed client run as root, then the reverse. Being the TCP peer is the authority, not the
-#       uid: both ends upgrade to shm, every byte comes back (stream_check checks each one), and each
-#       end's stats line counts all of them. With RDMASOCK_SHM_USERS=same on both ends they stay on
+#   cross-user (both directions): a shimmed stream_check echo server run as `nobody` (setpriv) and
+#       a shimmed pingpong client run as root, then the reverse. Being the TCP peer is the authority,
+#       not the uid: both ends upgrade to shm, every byte comes back (stream_check checks each one),
+#       and each end's stats line counts all of them. With RDMASOCK_SHM_USERS=same on both ends they stay on
 #       TCP instead, with the reason, and every byte still arrives.
 #   forged offers: a root client connects to a shimmed server that does nothing yet; a process that
 #       does not hold the server end connects to the client's side-channel name first and sends a
@@ -16,7 +16,7 @@
 
 if [[ $(id -u) -ne 0 ]]; then echo "[isolation] SKIP: needs root to run peers as another user"; exit 0; fi
 command -v setpriv >/dev/null || die "setpriv (util-linux) is not installed"
-BYTES=${BYTES:-2000000}
+ROUNDS=${ROUNDS:-60}
 NOBODY=65534
 
 # `nobody` must be able to load the shim and run the program: private world-readable copies.
@@ -30,24 +30,31 @@ cross_user() {  # SERVER_AS CLIENT_AS WANT(shm|tcp) [ENV...]
     local label="$1-server-$2-client-$3" port want_t=$3; shift 3
     port=$(free_port)
     local srv_as=${label%%-server*} cli_as=${label#*-server-}; cli_as=${cli_as%%-client*}
-    bg spid "as_$srv_as" env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "$@" "$T/bin/stream_check" serve "$port" \
+    # Round trips (every byte checked): each side's calls move the rendezvous on deterministically.
+    # (A one-way burst may finish before the switch and rightly stay on TCP.)
+    bg spid "as_$srv_as" env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "$@" "$T/bin/stream_check" pause-echo "$port" \
         >"$T/$label.server.out" 2>"$T/$label.server.err"
     wait_listen "$port" 10 || { fail "$label: server did not listen: $(cat "$T/$label.server.err")"; return; }
-    "as_$cli_as" env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "$@" timeout 60 "$T/bin/stream_check" send "$port" "$BYTES" \
+    "as_$cli_as" env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "$@" timeout 60 "$T/bin/stream_check" pingpong "$port" "$ROUNDS" \
         >"$T/$label.client.out" 2>"$T/$label.client.err"
     local crc=$?
     wait "$spid" 2>/dev/null
     [[ $crc -eq 0 ]] || fail "$label: client failed (exit $crc): $(cat "$T/$label.client.out" "$T/$label.client.err" | tail -n 3)"
-    local want="transport=$want_t tx_bytes=$BYTES rx_bytes=$BYTES"
-    grep -q "role=server $want" "$T/$label.server.err" ||
-        fail "$label: server stats: '$(grep stats "$T/$label.server.err")', expected '$want'"
-    grep -q "role=client $want" "$T/$label.client.err" ||
-        fail "$label: client stats: '$(grep stats "$T/$label.client.err")', expected '$want'"
+    local want="transport=$want_t" srv cli
+    srv=$(grep -o "role=server transport=[a-z]* tx_bytes=[0-9]* rx_bytes=[0-9]*" "$T/$label.server.err")
+    cli=$(grep -o "role=client transport=[a-z]* tx_bytes=[0-9]* rx_bytes=[0-9]*" "$T/$label.client.err")
+    [[ $srv == *"$want "* ]] || fail "$label: server stats: '$(grep stats "$T/$label.server.err")', expected '$want'"
+    [[ $cli == *"$want "* ]] || fail "$label: client stats: '$(grep stats "$T/$label.client.err")', expected '$want'"
+    # Each end counted every byte the other sent.
+    local stx srx ctx crx
+    stx=${srv#*tx_bytes=}; stx=${stx%% *}; srx=${srv##*rx_bytes=}
+    ctx=${cli#*tx_bytes=}; ctx=${ctx%% *}; crx=${cli##*rx_bytes=}
+    [[ -n $ctx && $ctx == "$srx" && $stx == "$crx" ]] || fail "$label: byte counts disagree: client '$cli', server '$srv'"
     if [[ $want_t == tcp ]]; then
         grep -q "reason=.*another user" "$T/$label.client.err" "$T/$label.server.err" ||
             fail "$label: no 'another user' reason: $(grep -h stats "$T/$label".*.err)"
     fi
-    log "ok $label: all $BYTES bytes both ways on $want_t"
+    log "ok $label: $ROUNDS round trips, $ctx bytes each way on $want_t"
 }
 
 cross_user nobody root shm

@@ -58,7 +58,7 @@ export RDMASOCK_LIBRARY="$LIB"  # the rest must not pick a library installed els
 port=$(it_free_port)
 it_bg srv timeout -k 5 120 "$RS" run --stats --transport auto -- "$BUILD/stream_check" serve "$port" 2>"$IT_TMP/srv.err"
 it_wait_listen "$port" "$srv" 30
-BYTES=3000000
+BYTES=32000000  # more than the kernel buffers hold: the stream outlives the rendezvous (a short burst may rightly end on TCP)
 it_run timeout -k 5 120 "$RS" run --stats --spin-us 20 --log warn -- "$BUILD/stream_check" send "$port" "$BYTES" \
     >"$IT_TMP/cli.out" 2>"$IT_TMP/cli.err"
 rc=$?

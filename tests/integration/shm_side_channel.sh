@@ -27,7 +27,7 @@ set -e
 mount -t tmpfs -o size=64k tmpfs /dev/shm
 LD_PRELOAD=$SHIM RDMASOCK_STATS=1 timeout 60 "$BUILD/stream_check" serve $port 2>"$d/tiny.server.err" &
 for _ in \$(seq 100); do ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep 0.05; done
-LD_PRELOAD=$SHIM RDMASOCK_STATS=1 timeout 60 "$BUILD/stream_check" send $port 8000000 >"$d/tiny.client.out" 2>"$d/tiny.client.err" &
+LD_PRELOAD=$SHIM RDMASOCK_STATS=1 timeout 60 "$BUILD/stream_check" send $port 32000000 >"$d/tiny.client.out" 2>"$d/tiny.client.err" &
 cpid=\$!
 seen=""
 while kill -0 \$cpid 2>/dev/null; do seen="\$seen\$(ls -A /dev/shm)"; sleep 0.01; done
@@ -37,10 +37,10 @@ echo "devshm=[\$seen\$(ls -A /dev/shm)]"
 EOS
     if unshare -m --propagation private bash "$d/tiny_shm.sh" >"$d/tiny.out" 2>&1; then
         grep -q '^devshm=\[\]$' "$d/tiny.out" || it_fail "tiny /dev/shm: something appeared there: $(cat "$d/tiny.out")"
-        grep -q '^ok 8000000 bytes' "$d/tiny.client.out" || it_fail "tiny /dev/shm: transfer failed: $(cat "$d/tiny.client.out")"
+        grep -q '^ok 32000000 bytes' "$d/tiny.client.out" || it_fail "tiny /dev/shm: transfer failed: $(cat "$d/tiny.client.out")"
         assert_transport "$d/tiny.server.err" server shm 1
         assert_transport "$d/tiny.client.err" client shm 1
-        it_log "ok: 64 KiB /dev/shm: 8 MB each way on shm, /dev/shm stayed empty"
+        it_log "ok: 64 KiB /dev/shm: 32 MB each way on shm, /dev/shm stayed empty"
     else
         it_fail "tiny /dev/shm run failed: $(tail -n 5 "$d/tiny.out")"
     fi

@@ -12,8 +12,11 @@
 #include <string>
 
 #include "connection.hpp"
+#include "connection_io.hpp"
 
 using namespace rdmasock;
+using rdmasock::test::recv_n;
+using rdmasock::test::send_str;
 
 namespace {
 
@@ -41,23 +44,6 @@ struct TcpPair {
     }
 };
 
-ssize_t send_str(Connection& c, const std::string& s) {
-    iovec v{const_cast<char*>(s.data()), s.size()};
-    return c.send(&v, 1, MSG_NOSIGNAL);
-}
-
-std::string recv_n(Connection& c, size_t n) {
-    std::string out(n, '\0');
-    size_t got = 0;
-    while (got < n) {
-        iovec v{out.data() + got, n - got};
-        ssize_t r = c.recv(&v, 1, 0);
-        if (r <= 0) break;
-        got += static_cast<size_t>(r);
-    }
-    out.resize(got);
-    return out;
-}
 
 // Client sends a request, server answers: the first I/O on each side runs the handshake.
 void exchange(Connection& client, Connection& server) {

@@ -16,12 +16,15 @@
 #include <string>
 
 #include "connection.hpp"
+#include "connection_io.hpp"
 #include "memfd_segment.hpp"
 #include "peer_check.hpp"
 #include "shm_channel.hpp"
 #include "side_channel.hpp"
 
 using namespace rdmasock;
+using rdmasock::test::recv_n;
+using rdmasock::test::send_str;
 
 namespace {
 
@@ -46,23 +49,6 @@ std::pair<int, int> tcp_pair(F before_connect) {
     return {c, s};
 }
 
-ssize_t send_str(Connection& c, const std::string& s) {
-    iovec v{const_cast<char*>(s.data()), s.size()};
-    return c.send(&v, 1, MSG_NOSIGNAL);
-}
-
-std::string recv_n(Connection& c, size_t n) {
-    std::string out(n, '\0');
-    size_t got = 0;
-    while (got < n) {
-        iovec v{out.data() + got, n - got};
-        ssize_t r = c.recv(&v, 1, 0);
-        if (r <= 0) break;
-        got += static_cast<size_t>(r);
-    }
-    out.resize(got);
-    return out;
-}
 
 // A client and a server Connection over one loopback pair, side channel armed.
 struct SidePair {

@@ -15,6 +15,7 @@
 #include "epoll_sets.hpp"
 #include "registry.hpp"
 #include "shim_state.hpp"
+#include "stat_hooks.hpp"
 
 using namespace rdmasock;
 using rdmasock::real::calls;
@@ -79,6 +80,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
         auto c = new_connection(fd, Role::client, s->nonblocking);
         if (offers) c->set_offer(offers);
         s->conn = std::move(c);
+        shim::stat_track(*s, fd, addr, len);
     }
     errno = saved;
     return r;
@@ -122,6 +124,7 @@ static int accepted(int listen_fd, int fd, int flags) {
         auto s = std::make_shared<Socket>();
         s->nonblocking = flags & SOCK_NONBLOCK;
         s->conn = new_connection(fd, Role::server, s->nonblocking);
+        shim::stat_track(*s, fd);
         fd_table().put(fd, std::move(s));
     }
     return fd;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace rdmasock::stat {
@@ -162,20 +163,34 @@ bool StatPage::is_our_fd(int fd) const {
     return fstat(fd, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
 }
 
-void StatPage::prepare_fork() { mu_.lock(); }
-void StatPage::after_fork_parent() { mu_.unlock(); }
+size_t StatPage::used_bytes() const {
+    size_t used = kHeaderBytes + size_t{header().high_water.load(std::memory_order_relaxed)} * sizeof(Slot);
+    return used < size_ ? used : size_;
+}
+
+void StatPage::prepare_fork() {
+    mu_.lock();
+    fork_copy_bytes_ = used_bytes();
+    fork_copy_ = malloc(fork_copy_bytes_);  // counters may still move: the child gets them as of now
+    if (fork_copy_) memcpy(fork_copy_, base_, fork_copy_bytes_);
+}
+
+void StatPage::after_fork_parent() {
+    free(fork_copy_);
+    fork_copy_ = nullptr;
+    mu_.unlock();
+}
 
 bool StatPage::after_fork_child() {
-    // Single-threaded here, and the lock held since prepare_fork: the page is quiet.
     auto* h = static_cast<PageHeader*>(base_);
-    size_t used = kHeaderBytes + size_t{h->high_water.load(std::memory_order_relaxed)} * sizeof(Slot);
-    if (used > size_) used = size_;
+    const void* from = fork_copy_ ? fork_copy_ : base_;  // no copy (no memory): best effort
+    size_t used = fork_copy_ ? fork_copy_bytes_ : used_bytes();
     bool ok = false;
     int nfd = memfd_create(kMemfdName, MFD_CLOEXEC);
     if (nfd >= 0 && ftruncate(nfd, static_cast<off_t>(size_)) == 0) {
         void* tmp = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, nfd, 0);
         if (tmp != MAP_FAILED) {
-            memcpy(tmp, base_, used);
+            memcpy(tmp, from, used);
             munmap(tmp, size_);
             // Same address: every Slot* the child's sockets hold stays valid.
             ok = mmap(base_, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, nfd, 0) != MAP_FAILED;
@@ -187,7 +202,7 @@ bool StatPage::after_fork_child() {
         nfd = -1;
         void* tmp = mmap(nullptr, used, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (tmp != MAP_FAILED) {
-            memcpy(tmp, base_, used);
+            memcpy(tmp, from, used);
             if (mmap(base_, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
                 memcpy(base_, tmp, used);
             munmap(tmp, used);
@@ -203,6 +218,8 @@ bool StatPage::after_fork_child() {
         ino_ = st.st_ino;
     }
     h->pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
+    free(fork_copy_);
+    fork_copy_ = nullptr;
     mu_.unlock();
     return ok;
 }

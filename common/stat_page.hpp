@@ -115,6 +115,11 @@ private:
     uint64_t dev_ = 0, ino_ = 0;  // to tell, after fork, whether fd_ is still our memfd
     std::mutex mu_;
     std::vector<uint32_t> free_;  // released slots below high_water
+    // The page as it was at fork: the parent goes on changing the shared page
+    // while the child moves to its own, so the child copies from this.
+    void* fork_copy_ = nullptr;
+    size_t fork_copy_bytes_ = 0;
+    size_t used_bytes() const;
 };
 
 // The reader side: one consistent record per live slot.

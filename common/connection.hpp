@@ -124,6 +124,8 @@ public:
 
     // One line: transport, role and bytes each way (plain bytes are counted by the shim).
     std::string stats_line(uint64_t plain_tx, uint64_t plain_rx) const;
+    const char* transport_name() const { return phase() == Phase::upgraded ? transport_->name() : "tcp"; }
+    const std::string& fallback_reason() const { return fallback_reason_; }  // final once plain/failed
     // How often a send found the ring full: TCP's SOCK_NOSPACE, after which
     // freed space is a new EPOLLOUT edge.
     uint64_t send_full_count() const { return send_full_.load(std::memory_order_relaxed); }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "connection.hpp"
+#include "stat_slot.hpp"
 
 namespace rdmasock {
 
@@ -18,6 +19,7 @@ struct Socket {
     int registry_fd = -1;              // listener: our same-host registry entry
     std::atomic<int> fd_refs{1};
     std::atomic<uint64_t> plain_tx{0}, plain_rx{0};  // bytes counted for statistics
+    shim::StatSlotRef stat;            // its line in `rdmasock stat`
 };
 
 class FdTable {

@@ -7,6 +7,7 @@
 
 #include "real_calls.hpp"
 #include "shim_state.hpp"
+#include "stat_hooks.hpp"
 
 using namespace rdmasock;
 using rdmasock::real::calls;
@@ -23,8 +24,11 @@ Connection* active(int fd, std::shared_ptr<Socket>& hold) {
 
 // Counts bytes of a tracked socket that stayed on TCP, for the statistics line.
 ssize_t count(int fd, ssize_t n, bool tx) {
-    if (n > 0 && shim::config().stats && fd_table().contains(fd))
-        if (auto s = fd_table().get(fd)) (tx ? s->plain_tx : s->plain_rx).fetch_add(static_cast<uint64_t>(n));
+    if (n > 0 && fd_table().contains(fd))
+        if (auto s = fd_table().get(fd)) {
+            if (shim::config().stats) (tx ? s->plain_tx : s->plain_rx).fetch_add(static_cast<uint64_t>(n));
+            shim::stat_bytes(*s, n, tx);
+        }
     return n;
 }
 
@@ -32,7 +36,8 @@ ssize_t count(int fd, ssize_t n, bool tx) {
 // being stripped) goes through the Connection, not libc: count it as plain bytes
 // too. The phase only moves forward, so plain/strip_hello after the call means
 // the kernel carried its bytes.
-ssize_t settled(Socket& s, ssize_t n, bool tx) {
+ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
+    if (!(flags & MSG_PEEK)) shim::stat_bytes(s, n, tx);
     // (The side-channel path counts its TCP bytes itself.)
     if (n > 0 && shim::config().stats && !s.conn->side_channel_tried()) {
         Phase ph = s.conn->phase();
@@ -41,7 +46,7 @@ ssize_t settled(Socket& s, ssize_t n, bool tx) {
     return n;
 }
 
-ssize_t conn_recv(Socket& s, const iovec* iov, int cnt, int flags) { return settled(s, s.conn->recv(iov, cnt, flags), false); }
+ssize_t conn_recv(Socket& s, const iovec* iov, int cnt, int flags) { return settled(s, s.conn->recv(iov, cnt, flags), false, flags); }
 ssize_t conn_send(Socket& s, const iovec* iov, int cnt, int flags) { return settled(s, s.conn->send(iov, cnt, flags), true); }
 
 ssize_t recv_one(Socket& s, void* buf, size_t n, int flags) {

@@ -15,6 +15,7 @@
 #include "epoll_sets.hpp"
 #include "registry.hpp"
 #include "shim_state.hpp"
+#include "stat_hooks.hpp"
 
 using namespace rdmasock;
 using rdmasock::real::calls;
@@ -92,6 +93,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
             if (offers) c->set_offer(offers);
             s->conn = std::move(c);
         }
+        shim::stat_track(*s, fd, addr, len);
     }
     errno = saved;
     return r;
@@ -145,6 +147,7 @@ static int accepted(int listen_fd, int fd, int flags) {
                 s->conn->start_rendezvous_server();
             errno = saved;
         }
+        shim::stat_track(*s, fd);
         fd_table().put(fd, std::move(s));
     }
     return fd;

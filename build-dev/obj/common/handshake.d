@@ -1,3 +1,0 @@
-build-dev/obj/common/handshake.o: common/handshake.cpp \
- common/handshake.hpp
-common/handshake.hpp:

@@ -1,2 +1,0 @@
-build-dev/obj/common/registry.o: common/registry.cpp common/registry.hpp
-common/registry.hpp:

@@ -1,1 +1,0 @@
-build-dev/obj/tests/programs/idle_check.o: tests/programs/idle_check.cpp

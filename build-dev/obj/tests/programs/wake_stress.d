@@ -1,2 +1,0 @@
-build-dev/obj/tests/programs/wake_stress.o: \
- tests/programs/wake_stress.cpp

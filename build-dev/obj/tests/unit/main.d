@@ -1,1 +1,0 @@
-build-dev/obj/tests/unit/main.o: tests/unit/main.cpp

@@ -1,3 +1,0 @@
-build-dev/obj/tools/rdmasock/main.o: tools/rdmasock/main.cpp \
- tools/rdmasock/commands.hpp
-tools/rdmasock/commands.hpp:

@@ -14,6 +14,7 @@ HELPERS="$ROOT/tests/integration/helpers"
 STAT="$BUILD/rdmasock"
 [[ -x "$STAT" ]] || it_die "$STAT not built"
 A=200000 B=70001 C=33333
+P=2  # stat_peer.py's prelude: one-byte round trips that take the connection onto shm
 
 port=$(it_free_port)
 mkfifo "$IT_TMP/ready" "$IT_TMP/ctl"
@@ -51,8 +52,8 @@ wait_pause 1
 it_log "pause 1: client pid $CLIENT_PID, server child pid $SERVER_PID"
 "$STAT" stat --json >"$IT_TMP/p1.json" || it_fail "stat --json exited $?"
 "$PYTHON" -m json.tool <"$IT_TMP/p1.json" >/dev/null || it_fail "stat --json output is not JSON"
-check_json "pause 1 client" "$IT_TMP/p1.json" "$CLIENT_PID" client shm $A $B "$port"
-check_json "pause 1 server" "$IT_TMP/p1.json" "$SERVER_PID" server shm $B $A "$port"
+check_json "pause 1 client" "$IT_TMP/p1.json" "$CLIENT_PID" client shm $((P + A)) $((P + B)) "$port"
+check_json "pause 1 server" "$IT_TMP/p1.json" "$SERVER_PID" server shm $((P + B)) $((P + A)) "$port"
 check_json "pause 1 server parent" "$IT_TMP/p1.json" absent "$spid" "$(pgrep -P "$spid" | head -1)"
 
 "$STAT" stat >"$IT_TMP/p1.txt" || it_fail "stat exited $?"
@@ -76,8 +77,8 @@ grep -q "permission denied" "$IT_TMP/p1-nobody-p.out" || it_fail "stat -p as nob
 echo go >&4
 wait_pause 2
 "$STAT" stat --json >"$IT_TMP/p2.json" || it_fail "stat --json exited $?"
-check_json "pause 2 client" "$IT_TMP/p2.json" "$CLIENT_PID" client shm $((A + C)) $B "$port"
-check_json "pause 2 server" "$IT_TMP/p2.json" "$SERVER_PID" server shm $B $((A + C)) "$port"
+check_json "pause 2 client" "$IT_TMP/p2.json" "$CLIENT_PID" client shm $((P + A + C)) $((P + B)) "$port"
+check_json "pause 2 server" "$IT_TMP/p2.json" "$SERVER_PID" server shm $((P + B)) $((P + A + C)) "$port"
 
 # --- close: the stats lines agree with what stat showed
 echo go >&4
@@ -85,10 +86,10 @@ it_wait "$cpid" || it_fail "client exited $?"
 it_wait "$spid" || it_fail "server exited $?"
 assert_transport "$IT_TMP/client.err" client shm
 assert_transport "$IT_TMP/server.err" server shm
-assert_stats_bytes "$IT_TMP/client.err" client tx $((A + C))
-assert_stats_bytes "$IT_TMP/client.err" client rx $B
-assert_stats_bytes "$IT_TMP/server.err" server tx $B
-assert_stats_bytes "$IT_TMP/server.err" server rx $((A + C))
+assert_stats_bytes "$IT_TMP/client.err" client tx $((P + A + C))
+assert_stats_bytes "$IT_TMP/client.err" client rx $((P + B))
+assert_stats_bytes "$IT_TMP/server.err" server tx $((P + B))
+assert_stats_bytes "$IT_TMP/server.err" server rx $((P + A + C))
 assert_no_shim_errors "$IT_TMP/client.err"
 assert_no_shim_errors "$IT_TMP/server.err"
 "$STAT" stat --json >"$IT_TMP/after.json" || it_fail "stat --json exited $?"

@@ -8,6 +8,8 @@ line on CTL_FIFO; then sends C bytes, reports "client 2 PID", waits again, and c
 accepts, forks (the parent closes its copy, as a postmaster does) and its child receives A, sends
 B, reports "server 1 PID", receives C, reports "server 2 PID", then reads to EOF. A report is
 written only after the call that moved the last byte returned, so the counts are settled.
+Both first make PRELUDE one-byte round trips: a same-host connection starts on TCP and is on the
+rings once each side has seen the other's next call, so at the pauses both ends are on shm.
 """
 import os
 import socket
@@ -21,6 +23,9 @@ def recv_exact(s, n):
         if not d:
             raise SystemExit("stat_peer: early EOF")
         got += len(d)
+
+
+PRELUDE = 2
 
 
 def report(fifo, line):
@@ -40,6 +45,9 @@ def server(port, ready, a, b, c):
         _, status = os.waitpid(pid, 0)
         sys.exit(os.waitstatus_to_exitcode(status))
     ls.close()
+    for _ in range(PRELUDE):
+        recv_exact(conn, 1)
+        conn.sendall(b"H")
     recv_exact(conn, a)
     conn.sendall(b"s" * b)
     report(ready, "server 1 %d" % os.getpid())
@@ -54,6 +62,9 @@ def server(port, ready, a, b, c):
 def client(port, ready, ctl, a, b, c):
     conn = socket.create_connection(("127.0.0.1", port))
     with open(ctl) as go:
+        for _ in range(PRELUDE):
+            conn.sendall(b"H")
+            recv_exact(conn, 1)
         conn.sendall(b"c" * a)
         recv_exact(conn, b)
         report(ready, "client 1 %d" % os.getpid())

@@ -4,8 +4,8 @@
 # A throwaway cluster with the shim in the postmaster (so in every forked backend) and a shimmed
 # psql (as root) that holds its connection open, fed from a fifo. Once the backend has answered,
 # `rdmasock stat` lists psql's connection and its backend (command postgres, forked from the
-# postmaster that accepted) with the same transport (plain TCP and its fallback reason, as root
-# and postgres are different users), each end's tx equal to the other's rx. The postgres user
+# postmaster that accepted), both on shm (root and postgres are different users: only the TCP
+# peer can join, docs/protocol.md), each end's tx equal to the other's rx. The postgres user
 # sees the backend but not root's psql. Skips (passes) when PostgreSQL is not installed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -51,10 +51,10 @@ backs = [b for b in conns if b["role"] == "server" and b["remote"] == c["local"]
 assert len(backs) == 1, (c, conns)
 b = backs[0]
 assert b["command"] == "postgres" and b["pid"] != psql, b
-# root's psql and the postgres user's backend: by default shm is same-user only, so both
-# ends must show plain TCP with the reason; with cross-user rings allowed, shm.
-assert c["transport"] == b["transport"] and c["phase"] == b["phase"], (c, b)
-assert c["transport"] == "shm" or (c["phase"] == "plain" and c["reason"] and b["reason"]), (c, b)
+# root's psql and the postgres user's backend: only the TCP peer can join a same-host
+# connection, whatever its user (docs/protocol.md), so both ends are on shm after the
+# startup exchange and the query.
+assert c["transport"] == b["transport"] == "shm" and c["phase"] == b["phase"] == "upgraded", (c, b)
 assert c["tx_bytes"] == b["rx_bytes"] and c["rx_bytes"] == b["tx_bytes"] and c["rx_bytes"] > 5000, (c, b)
 print(b["pid"])
 PY

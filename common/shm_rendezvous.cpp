@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -53,6 +55,15 @@ bool is_eventfd(int fd) {
     }
     errno = saved;
     return ok;
+}
+
+// An upgraded connection keeps two eventfds open in each process. Those count
+// against the application's RLIMIT_NOFILE, where plain TCP would take none: a
+// process past half its limit keeps its fds for itself and stays on TCP.
+bool within_fd_budget(int highest_fd) {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
+    return static_cast<rlim_t>(highest_fd) < rl.rlim_cur / 2;
 }
 
 }  // namespace
@@ -127,6 +138,10 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
         if (peers >= 0) ::close(peers);
         return fail(std::string("eventfd: ") + strerror(errno));
     }
+    if (!within_fd_budget(std::max(mine, peers))) {
+        ::close(mine), ::close(peers);
+        return fail("over half of the file descriptor limit in use");
+    }
     auto t = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
     Wire a = make(kAccept, tcp_fd, ring);
     // The server sleeps on `peers` and rings `mine`.
@@ -183,6 +198,7 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
         return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "ACCEPT refused: " + err);
     int memfd = r.fds[0], mine = r.fds[1], peers = r.fds[2];
     if (!is_eventfd(mine) || !is_eventfd(peers)) return fail("the client's doorbells are not eventfds");
+    if (!within_fd_budget(std::max(mine, peers))) return fail("over half of the file descriptor limit in use");
     r.nfds = 0;  // ours now
     auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);
     if (!ch) {

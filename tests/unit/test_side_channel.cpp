@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <future>
 #include <string>
+#include <vector>
 
 #include "connection.hpp"
 #include "connection_io.hpp"
@@ -305,4 +307,22 @@ TEST_CASE("side channel: a peer that half-closes while still on TCP keeps readin
     }
     CHECK(got == kTotal);
     CHECK(srv.get() == "ok");
+}
+
+TEST_CASE("side channel: a process past half its fd limit keeps its fds and stays on TCP") {
+    rlimit saved{};
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    SidePair p;
+    // Fill the table up to well past half of a small limit (the eventfds would land there).
+    rlimit low = saved;
+    low.rlim_cur = 256;
+    std::vector<int> fillers;
+    for (int fd = dup(0); fd >= 0 && fd < 200; fd = dup(0)) fillers.push_back(fd);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    for (int i = 0; i < 4; ++i) p.round("r" + std::to_string(i));
+    setrlimit(RLIMIT_NOFILE, &saved);
+    for (int fd : fillers) close(fd);
+    CHECK(p.client->phase() == Phase::plain);
+    CHECK(p.client->stats_line(0, 0).find("file descriptor limit") != std::string::npos);
+    CHECK(p.server->phase() == Phase::plain);
 }

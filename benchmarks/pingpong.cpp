@@ -142,6 +142,22 @@ Summary run_eventfd(size_t size, size_t iters, size_t warmup) {
     return s;
 }
 
+// One line a person reads first: did the shim carry it, and how much faster than TCP.
+void print_verdict(const std::vector<Summary>& rows) {
+    const Summary *tcp = nullptr, *shm = nullptr;
+    bool all_ok = true;
+    for (const auto& r : rows) {
+        all_ok &= r.ok;
+        if (r.mode == "tcp" && r.ok && !tcp) tcp = &r;
+        if ((r.mode == "shm" || r.mode == "shim") && !shm) shm = &r;
+    }
+    if (shm && !shm->ok) std::printf("verdict: FAILED: the shimmed run did not run on shared memory\n");
+    else if (shm && tcp && shm->p50_us > 0)
+        std::printf("verdict: %s: an unmodified TCP program under the shim ran on shared memory, p50 %.2f us, %.1fx faster than TCP loopback (%.1f us)\n",
+                    all_ok ? "ok" : "FAILED (a row failed)", shm->p50_us, tcp->p50_us / shm->p50_us, tcp->p50_us);
+    else std::printf("verdict: %s\n", all_ok ? "ok" : "FAILED (a row failed)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,7 +173,8 @@ int main(int argc, char** argv) {
             die_msg("unknown mode " + m + " (tcp, unix, shm, ring, line, eventfd)");
         if ((m == "shm" || m == "shim") && lib.empty()) die_msg("librdmasock.so not found next to " + self);
     }
-    return run_points(o, modes, "pingpong", [&](const std::string& m, size_t size, size_t iters, size_t warmup) {
+    std::vector<Summary> rows;
+    int rc = run_points(o, modes, "pingpong", [&](const std::string& m, size_t size, size_t iters, size_t warmup) {
         if (m == "tcp") return run_tcp(size, iters, warmup);
         if (m == "unix") return run_unix(size, iters, warmup);
         if (m == "ring") return run_ring(size, iters, warmup);
@@ -166,5 +183,7 @@ int main(int argc, char** argv) {
         // shm: the shim must really have carried it (stats line), else the row fails.
         return run_preloaded(self, lib, m, "127.0.0.1", size, iters, warmup,
                              {"RDMASOCK_TRANSPORT=shm"}, {"RDMASOCK_STATS=1"}, {"transport=shm", false});
-    });
+    }, &rows);
+    print_verdict(rows);
+    return rc;
 }

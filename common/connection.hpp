@@ -3,8 +3,9 @@
 //   connection.cpp               phases, dispatch of each call, teardown, statistics
 //   connection_side_channel.cpp  same host: rendezvous steps, bytes before the switch
 //   connection_inband.cpp        the in-band handshake (RDMA)
-//   connection_stream.cpp        ring send/recv, doorbells, waiting, readiness The shim's interposers find a Connection by
-// fd and call it; the kernel calls it needs come in through SocketOps, so tests
+//   connection_stream.cpp        ring send/recv and what they count
+//   connection_doorbell.cpp      doorbells, waiting (through wait_engine.hpp), readiness
+// The shim's interposers find a Connection by fd and call it; the kernel calls it needs come in through SocketOps, so tests
 // can drive it without LD_PRELOAD.
 //
 // Phases:
@@ -97,7 +98,10 @@ public:
     // lands: a change since the last EPOLLIN report is a new edge for EPOLLET.
     uint64_t arrivals();
 
-    // Readiness for poll/epoll. `wanted` is POLLIN|POLLOUT|POLLRDHUP...; the
+    // Advances a handshake or rendezvous as far as it goes without blocking or
+    // syscalls of its own; poll and epoll call it before asking for readiness.
+    void step() { while (progress()) {} }
+    // Readiness for poll/epoll; does no I/O (call step() first). `wanted` is POLLIN|POLLOUT|POLLRDHUP...; the
     // result holds the poll bits true now. `kernel_events` receives what to
     // wait for on the kernel fd while sleeping (0: nothing of ours, use the
     // app's own events verbatim because the connection is plain).
@@ -109,11 +113,14 @@ public:
     void disarm(int token);
     // How long poll/epoll should spin for this connection, learned from its waits.
     SpinPolicy& spin_policy() { return spin_; }
-    // Sleep bracket for poll/epoll: try to own the doorbell stream while the
-    // caller sleeps in the kernel; false when another thread owns it (the caller
-    // must then sleep only briefly). end_sleep drains doorbells if owned.
-    bool try_begin_sleep();
-    void end_sleep(bool owned);
+    // Sleep bracket for poll/epoll: try to own the doorbell drain while the
+    // caller sleeps in the kernel; false when another owns it (the caller must
+    // then sleep only briefly). end_sleep drains doorbells and gives it back.
+    // An owner may hold it across calls (an epoll set keeping an idle
+    // connection armed) and release it from another thread.
+    enum class Drain : uint8_t { none, owned, busy };  // none: no doorbell to drain
+    Drain try_begin_sleep();
+    void end_sleep(Drain d);
 
     // shutdown(2) and the last close(2) of this connection.
     int shutdown(int how);
@@ -170,9 +177,19 @@ private:
     // Doorbells are single bytes on the TCP stream: 1 = "I wrote / I freed
     // space"; kAbortByte = "my transport broke" (the peer resets the connection).
     static constexpr char kAbortByte = static_cast<char>(0xEE);
-    // Spin, then sleep on the kernel fd until `ready()` or the deadline.
-    enum class Wait { ready, timeout, interrupted };
-    template <class Ready> Wait wait_for(Ready ready, bool reader, int64_t timeout_us);
+    // A borrowed "may the call go on" predicate: no allocation, one indirect call.
+    struct ReadyRef {
+        bool (*fn)(const void*);
+        const void* ctx;
+        template <class F>
+        ReadyRef(const F& f) : fn([](const void* c) { return (*static_cast<const F*>(c))(); }), ctx(&f) {}
+        bool operator()() const { return fn(ctx); }
+    };
+    // Blocks (wait_engine.hpp) until `ready()` or the deadline; signals restart
+    // the wait, as with SA_RESTART.
+    enum class Wait { ready, timeout };
+    Wait wait_for(ReadyRef ready, bool reader, int64_t timeout_us);
+    struct Sleeper;  // its wait_engine hooks
     int64_t timeout_for(bool write) const;
 
     int fd_;
@@ -187,8 +204,12 @@ private:
     int64_t need_more_since_ms_ = 0;      // a partial handshake message arrived at
     std::mutex handshake_mu_, read_mu_, write_mu_;
     // Held from a sleeper's last re-check until it has drained the doorbells it
-    // woke on, so no other thread can swallow its doorbell in between.
-    std::mutex drain_mu_;
+    // woke on, so no other thread can swallow its doorbell in between. A flag,
+    // not a mutex: an epoll set may take it in one thread and give it back in
+    // another.
+    std::atomic<bool> drain_owned_{false};
+    bool try_own_drain() { return !drain_owned_.exchange(true, std::memory_order_acquire); }
+    void release_drain() { drain_owned_.store(false, std::memory_order_release); }
     // Several threads may sleep on one connection: the shared "wake me" flag is
     // cleared only when the last of them stops waiting.
     std::mutex arm_mu_;

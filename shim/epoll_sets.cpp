@@ -94,6 +94,7 @@ void sync_kernel(int epfd, int fd, Interest& in, short kernel_poll_events) {
 uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     Connection& c = *in.sock->conn;
     short want = static_cast<short>(in.events & kReadiness);
+    c.step();
     uint32_t r = static_cast<uint16_t>(c.ready_events(want, kernel_events));
     uint32_t ev = r & (in.events | EPOLLERR | EPOLLHUP);
     if (in.disabled) return 0;
@@ -214,6 +215,7 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     set->fds[fd] = in;
     if (ring_driven(in)) {
         short k = 0;
+        sock->conn->step();
         sock->conn->ready_events(static_cast<short>(in.events & kReadiness), &k);
         sync_kernel(epfd, fd, set->fds[fd], k);
     }
@@ -270,7 +272,7 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
         // Sleep: arm, re-check, block in the kernel, drain doorbells.
         std::vector<std::pair<Connection*, int>> armed;
         bool all_owned = true;
-        std::vector<std::pair<Connection*, bool>> owned;
+        std::vector<std::pair<Connection*, Connection::Drain>> owned;
         std::vector<std::shared_ptr<Socket>> hold;
         bool may_sleep = true;
         std::vector<Phase> phases;
@@ -283,9 +285,9 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
         }
         std::atomic_thread_fence(std::memory_order_seq_cst);
         for (auto& [c, token] : armed) {
-            bool o = c->try_begin_sleep();
+            auto o = c->try_begin_sleep();
             owned.emplace_back(c, o);
-            all_owned &= o;
+            all_owned &= o != Connection::Drain::busy;
         }
         ready = !may_sleep || collect(epfd, *set, out, max, false) > 0;
         // A handshake that completed during the re-check: that connection was never armed.

@@ -1,0 +1,223 @@
+// Doorbells, waiting and readiness of a connection that holds rings
+// (docs/waiting.md). The wait itself is wait_engine.hpp's; this file supplies
+// what one connection looks at: its ring, its TCP socket, its eventfd.
+#include "connection_detail.hpp"
+
+#include <cstring>
+
+#include "log.hpp"
+#include "wait_engine.hpp"
+
+namespace rdmasock {
+
+using namespace detail;
+
+// ---------------------------------------------------------------- doorbells
+
+void Connection::ring_doorbell() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!transport_->take_peer_reader_waiting()) return;
+    if (transport_->wake_fd() >= 0) return transport_->ring_peer();
+    char b = 1;
+    if (ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+        RS_LOG(debug, "fd %d: doorbell failed: %s", fd_, strerror(errno));
+        peer_reset_.store(true);
+    }
+}
+
+bool Connection::arm_side(bool reader) {
+    std::lock_guard<std::mutex> lk(arm_mu_);
+    if (reader) return ++reader_sleepers_, transport_->arm_reader(true);
+    return ++writer_sleepers_, transport_->arm_writer(true);
+}
+
+void Connection::disarm_side(bool reader) {
+    std::lock_guard<std::mutex> lk(arm_mu_);
+    if (reader) {
+        if (--reader_sleepers_ == 0) transport_->arm_reader(false);
+    } else if (--writer_sleepers_ == 0) {
+        transport_->arm_writer(false);
+    }
+}
+
+// Takes the doorbells that woke us: the eventfd (side-channel transports), or
+// doorbell bytes on the TCP stream (RDMA), noting the peer's FIN or abort.
+void Connection::drain_locked() {
+    if (transport_->wake_fd() >= 0) return drain_side_channel_locked();
+    char buf[256];
+    for (;;) {
+        ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            if (std::memchr(buf, kAbortByte, static_cast<size_t>(n))) {
+                RS_LOG(debug, "fd %d: the peer reports its transport failed", fd_);
+                peer_reset_.store(true);
+            }
+            // A short read emptied the socket: skip the recv that would only say
+            // EAGAIN (one syscall per wake-up). Bytes or a FIN arriving later make
+            // the fd readable again, and the next sleep drains them.
+            if (static_cast<size_t>(n) < sizeof buf) return;
+            continue;
+        }
+        if (n == 0) {
+            RS_LOG(debug, "fd %d: peer closed its socket", fd_);
+            peer_closed_.store(true);
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            RS_LOG(debug, "fd %d: doorbell stream error: %s", fd_, strerror(errno));
+            peer_reset_.store(true);
+        }
+        return;
+    }
+}
+
+// ---------------------------------------------------------------- blocking calls
+
+// wait_engine hooks for one blocking send or recv on this connection.
+struct Connection::Sleeper {
+    Connection& c;
+    ReadyRef ready;
+    bool reader;
+    bool owned = false;
+
+    int check() { return ready() ? 1 : 0; }
+    bool peek() { return ready(); }
+    uint32_t spin_budget_us() { return c.spin_.budget_us(); }
+    wait::Armed arm() {
+        bool may_sleep = c.arm_side(reader);
+        owned = c.try_own_drain();
+        return {may_sleep, owned};
+    }
+    bool changed() { return ready(); }
+    int sleep(int64_t timeout_us) {
+        int ms = timeout_us < 0 ? -1 : static_cast<int>((timeout_us + 999) / 1000);
+        // The TCP socket (doorbell bytes, the peer's bytes before its switch, its
+        // FIN or RST) and the transport's eventfd, if it has one.
+        pollfd p[2] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}};
+        if (p[1].fd >= 0) {
+            if (c.peer_closed_.load() || (!reader && c.peer_fin_.load())) {
+                p[0].fd = -1;  // its EOF stays readable: no busy loop
+                // After a FIN only sock_diag tells whether the reader went away.
+                if (!reader && c.peer_fin_.load()) ms = ms < 0 ? 100 : std::min(ms, 100);
+            }
+            // A writer while the peer's bytes still come over TCP: only its FIN matters
+            // (unread data there would wake us for nothing, again and again).
+            else if (!reader && c.rx_on_tcp()) p[0].events = POLLRDHUP;
+        }
+        return c.ops_.poll(p, p[1].fd >= 0 ? 2 : 1, ms);
+    }
+    void settle(int rc, bool) {
+        if (owned) {
+            if (rc > 0) c.drain_locked();
+            c.release_drain();
+        }
+        c.disarm_side(reader);
+    }
+    void learn(int64_t waited_us, bool) { c.spin_.record(waited_us); }
+};
+
+Connection::Wait Connection::wait_for(ReadyRef ready, bool reader, int64_t timeout_us) {
+    Sleeper s{*this, ready, reader};
+    for (;;) {
+        int rc = wait::run(s, timeout_us);
+        if (rc > 0) return Wait::ready;
+        if (rc == 0) return Wait::timeout;
+        // A signal: the socket call restarts, as with SA_RESTART. Any other
+        // failure of the kernel wait: look again.
+    }
+}
+
+// ---------------------------------------------------------------- poll and epoll
+
+short Connection::ready_events(short wanted, short* kernel_events) {
+    *kernel_events = 0;
+    const short in = wanted & (POLLIN | POLLRDNORM);
+    const short out = wanted & (POLLOUT | POLLWRNORM);
+    switch (phase()) {
+        case Phase::plain:
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered: *kernel_events = wanted; return 0;
+        case Phase::rv_accepted: {
+            // Both directions still on TCP; the server may switch any moment (wake fd).
+            pollfd p{fd_, wanted, 0};
+            ops_.poll(&p, 1, 0);
+            *kernel_events = wanted;
+            return p.revents;
+        }
+        case Phase::failed: return static_cast<short>(POLLERR | POLLHUP | in | out);
+        case Phase::upgraded: break;
+        case Phase::undecided:
+            if (role_ == Role::client) {
+                *kernel_events = POLLOUT;  // still connecting
+                return 0;
+            }
+            [[fallthrough]];
+        case Phase::strip_hello:
+            // A server may write before the client spoke (its bytes go out on TCP):
+            // a fresh connection is writable; reads wait for the first bytes.
+            *kernel_events = POLLIN;
+            return out;
+        default: *kernel_events = POLLIN; return 0;  // waiting for a handshake reply
+    }
+    *kernel_events = POLLIN;  // doorbells and EOF
+    short r = 0;
+    if (transport_->wake_fd() >= 0) {
+        if (peer_closed_.load()) *kernel_events = 0;  // its EOF stays readable: no busy loop
+        if (rx_on_tcp()) {
+            // Only what the app waits for: a FIN kept readable would wake a writer for nothing.
+            *kernel_events = in ? POLLIN : (peer_fin_.load() ? 0 : POLLRDHUP);
+            // The peer's bytes before its switch are still on TCP.
+            pollfd p{fd_, static_cast<short>(in | (wanted & POLLRDHUP)), 0};
+            ops_.poll(&p, 1, 0);
+            r |= p.revents;
+            if (out && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
+            if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in);
+            return r;
+        }
+    }
+    auto st = transport_->reader().poll();
+    const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
+    if (st == ring::RingStatus::ok) {
+        r |= in;
+        // TCP reports the peer's FIN as soon as it arrives, even behind unread data.
+        if ((wanted & POLLRDHUP) && transport_->reader().fin_landed()) r |= POLLRDHUP;
+    }
+    else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
+        r |= static_cast<short>(in | (wanted & POLLRDHUP));
+    else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
+    if (out && (transport_->writer().writable() || closed || reset || fin_peer_gone())) r |= out;
+    if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
+    if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
+    return r;
+}
+
+int Connection::arm(short wanted, bool* may_sleep) {
+    if (phase() == Phase::rv_accepted) {  // only our reader can be woken by the ring yet
+        if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) return *may_sleep &= arm_side(true), 1;
+        return 0;
+    }
+    if (phase() != Phase::upgraded) return 0;
+    int token = 0;
+    if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) *may_sleep &= arm_side(true), token |= 1;
+    if (wanted & (POLLOUT | POLLWRNORM)) *may_sleep &= arm_side(false), token |= 2;
+    return token;
+}
+
+void Connection::disarm(int token) {
+    if (token & 1) disarm_side(true);
+    if (token & 2) disarm_side(false);
+}
+
+Connection::Drain Connection::try_begin_sleep() {
+    if (!has_rings(phase())) return Drain::none;
+    return try_own_drain() ? Drain::owned : Drain::busy;
+}
+
+void Connection::end_sleep(Drain d) {
+    if (d != Drain::owned) return;
+    if (has_rings(phase())) drain_locked();
+    release_drain();
+}
+
+}  // namespace rdmasock

@@ -249,6 +249,9 @@ bool Connection::transport_failed() {
 // ---------------------------------------------------------------- teardown
 
 int Connection::shutdown(int how) {
+    struct Bump {  // after the flags below are set: readiness rose
+        ~Bump() { local_epoch_.fetch_add(1, std::memory_order_acq_rel); }
+    } bump;
     if (phase() != Phase::upgraded) {
         // The kernel carries this one (the caller shuts the TCP socket down); a
         // later switch to the ring must not reopen what the app closed.

@@ -122,6 +122,10 @@ public:
     Drain try_begin_sleep();
     void end_sleep(Drain d);
 
+    // Grows when some connection's readiness rose by a local act (shutdown),
+    // not its peer's: an epoll set that keeps idle connections armed and
+    // unscanned then looks at all of them again.
+    static uint64_t local_epoch() { return local_epoch_.load(std::memory_order_acquire); }
     // shutdown(2) and the last close(2) of this connection.
     int shutdown(int how);
     void close_last_reference();
@@ -245,6 +249,7 @@ private:
     std::atomic<uint64_t> send_full_{0};
     std::string fallback_reason_;
     SpinPolicy spin_;
+    static inline std::atomic<uint64_t> local_epoch_{0};
 };
 
 // The pid cache the shim keeps current across fork (getpid() is a syscall).

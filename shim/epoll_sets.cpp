@@ -11,6 +11,7 @@
 #include "poll_engine.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
+#include "wait_engine.hpp"
 
 namespace rdmasock::shim {
 
@@ -32,12 +33,30 @@ struct Interest {
     bool out_reported = false;           // EPOLLET: EPOLLOUT reported since it was last false
     uint64_t full_at_report = 0;         // EPOLLET: send_full_count() when EPOLLOUT was reported
     int wake_fd = -1;                    // the transport's eventfd, registered in the kernel set
+    // Hot and cold (epoll_sets.hpp).
+    int fd = -1;
+    uint64_t id = 0;              // tells this interest from a later one on the same fd number
+    bool listed = false;          // in EpollSet::watch
+    bool cold = false;            // armed, drain owned by the set, not in watch
+    int cold_token = 0;           // what the arm armed
+    Connection::Drain cold_drain = Connection::Drain::none;
+    uint8_t idle = 0;             // consecutive looks that found it not ready
 };
 
 struct EpollSet {
     std::mutex mu;
     std::unordered_map<int, Interest> fds;
+    // What every wait looks at: hot ring-driven interests, and those whose
+    // socket may still change phase (not connected yet, negotiating).
+    std::vector<std::pair<int, uint64_t>> watch;
+    size_t cold = 0;
+    uint64_t next_id = 1;
+    uint64_t local_epoch = 0;  // Connection::local_epoch() when cold ones were last all looked at
 };
+
+// A hot interest that this many looks in a row found idle goes cold even if the
+// set never sleeps: a busy server would otherwise scan every connection it served.
+constexpr uint8_t kIdleLooks = 32;
 
 std::mutex g_mu;
 std::unordered_map<int, std::shared_ptr<EpollSet>>* g_sets = new std::unordered_map<int, std::shared_ptr<EpollSet>>();
@@ -56,6 +75,15 @@ std::shared_ptr<EpollSet> find_set(int epfd, bool create) {
 }
 
 bool ring_driven(const Interest& in) { return in.sock->conn && !in.sock->conn->kernel_driven(); }
+// Plain for good: the kernel answers, nothing of ours can change that.
+bool settled_plain(const Interest& in) { return in.sock->conn && in.sock->conn->is_plain(); }
+
+void list(EpollSet& set, Interest& in) {
+    if (in.listed || in.cold || (settled_plain(in) && !in.ring_driven)) return;
+    in.listed = true;
+    in.idle = 0;
+    set.watch.emplace_back(in.fd, in.id);
+}
 
 // The transport's eventfd sits in the kernel set from when the connection turns
 // ring-driven until it leaves the set: registered once, not at every wait.
@@ -121,50 +149,262 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     return ev;
 }
 
-// Collects ring readiness into out[0..max); returns the count. With learn_since
-// >= 0 (a wait that began then), each connection reported learns how long it took.
-int collect(int epfd, EpollSet& set, epoll_event* out, int max, bool commit, int64_t learn_since = -1) {
-    int n = 0;
-    for (auto& [fd, in] : set.fds) {
-        if (!ring_driven(in)) {
-            sync_kernel(epfd, fd, in, 0);
-            continue;
-        }
-        short kev = 0;
-        uint32_t ev = ring_events(in, &kev, commit && n < max);
-        sync_kernel(epfd, fd, in, kev);
-        if (ev && n < max) {
-            if (commit && learn_since >= 0) in.sock->conn->spin_policy().record(now_us() - learn_since);
-            out[n].events = ev;
+// Cold -> hot: drain the doorbell we own, disarm, and (relist) look at it again.
+void warm(EpollSet& set, Interest& in, bool relist) {
+    if (!in.cold) return;
+    Connection& c = *in.sock->conn;
+    c.end_sleep(in.cold_drain);
+    c.disarm(in.cold_token);
+    in.cold = false;
+    in.cold_drain = Connection::Drain::none;
+    in.cold_token = 0;
+    --set.cold;
+    if (relist) list(set, in);
+}
+
+enum class Cool { cold, ready, busy, in_flight };
+
+// Hot -> cold, if nothing is ready after the arm (Dekker: arm, fence, re-check).
+// busy: another thread owns the doorbell drain, so it stays hot but armed
+// (*token) for the sleep about to begin; the caller disarms it afterwards.
+Cool cool(EpollSet& set, int epfd, int fd, Interest& in, int* token) {
+    Connection& c = *in.sock->conn;
+    const Phase ph = c.phase();
+    bool may_sleep = true;
+    *token = c.arm(static_cast<short>(in.events & kReadiness), &may_sleep);
+    Connection::Drain d = c.try_begin_sleep();
+    if (!may_sleep || d == Connection::Drain::busy) {
+        c.end_sleep(d);
+        if (!may_sleep) c.disarm(*token), *token = 0;
+        return may_sleep ? Cool::busy : Cool::in_flight;
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    short kev = 0;
+    if (ring_events(in, &kev, false) || c.phase() != ph || !ring_driven(in)) {
+        c.end_sleep(d);
+        c.disarm(*token);
+        *token = 0;
+        return Cool::ready;
+    }
+    sync_kernel(epfd, fd, in, kev);
+    in.cold = true;
+    in.cold_token = *token;
+    in.cold_drain = d;
+    in.listed = false;  // its watch entry goes at the next prune
+    ++set.cold;
+    return Cool::cold;
+}
+
+// Drops watch entries of interests gone, cold, or plain for good.
+void prune(EpollSet& set) {
+    std::erase_if(set.watch, [&](const std::pair<int, uint64_t>& w) {
+        auto it = set.fds.find(w.first);
+        if (it == set.fds.end() || it->second.id != w.second) return true;
+        Interest& in = it->second;
+        if (!in.listed || in.cold) return true;
+        if (settled_plain(in) && !in.ring_driven) return in.listed = false, true;
+        return false;
+    });
+}
+
+// Removes an interest (EPOLL_CTL_DEL, close): a cold one gives its arm and drain back.
+void forget_interest(EpollSet& set, int epfd, std::unordered_map<int, Interest>::iterator it) {
+    warm(set, it->second, false);
+    drop_wake(epfd, it->second);
+    set.fds.erase(it);
+}
+
+// wait_engine hooks for epoll_wait on a set that holds ring-driven interests.
+struct EpollWait {
+    int epfd;
+    EpollSet& set;
+    epoll_event* out;
+    int max;
+    int64_t timeout_us;
+    const sigset_t* mask;
+    std::unique_lock<std::mutex> lk;  // released only while asleep in the kernel
+    std::vector<epoll_event> k;
+    int fresh = -1;        // events the sleep returned, not yet taken
+    bool first = true;
+    bool readied = false;  // the arm found an interest ready
+    int64_t start;
+    struct SleepArm {      // a hot interest armed for one sleep (its drain is another's)
+        std::shared_ptr<Socket> sock;
+        int token;
+        Phase phase;
+    };
+    std::vector<SleepArm> sleep_arms;
+
+    int kernel_wait(epoll_event* ev, int n, int ms) {
+        return mask ? real::calls().epoll_pwait(epfd, ev, n, ms, mask) : real::calls().epoll_wait(epfd, ev, n, ms);
+    }
+
+    // Kernel events: a doorbell or TCP event of a cold interest warms it (the
+    // rings answer); plain tracked sockets pass with the app's data; other
+    // fds are the app's own.
+    int take_kernel(int nk, int n) {
+        for (int i = 0; i < nk && n < max; ++i) {
+            const uint64_t tag = k[i].data.u64 & kTagMask;
+            if (tag != kTag && tag != kWakeTag) {
+                out[n++] = k[i];
+                continue;
+            }
+            auto it = set.fds.find(static_cast<int>(k[i].data.u64 & ~kTagMask));
+            if (it == set.fds.end()) continue;
+            Interest& in = it->second;
+            if (in.cold) warm(set, in, true);
+            if (tag == kWakeTag || in.ring_driven) continue;
+            if (in.events & EPOLLONESHOT) in.disabled = true;
+            out[n].events = k[i].events;
             out[n].data = in.data;
             ++n;
-        } else if (ev && !commit) {
-            return n + 1;
+        }
+        return n;
+    }
+
+    // Looks at every watched interest; with commit, reports into out[n..max).
+    // Without, only says whether one is ready.
+    int scan(int n, bool commit) {
+        for (size_t i = 0; i < set.watch.size(); ++i) {
+            auto it = set.fds.find(set.watch[i].first);
+            if (it == set.fds.end() || it->second.id != set.watch[i].second) continue;
+            Interest& in = it->second;
+            if (!in.listed || !in.sock->conn) continue;
+            if (!ring_driven(in)) {
+                sync_kernel(epfd, it->first, in, 0);
+                continue;
+            }
+            short kev = 0;
+            uint32_t ev = ring_events(in, &kev, commit && n < max);
+            sync_kernel(epfd, it->first, in, kev);
+            if (!ev) {
+                if (commit && in.idle < 255) ++in.idle;
+                continue;
+            }
+            if (!commit) return 1;
+            in.idle = 0;
+            if (n < max) {
+                if (timeout_us != 0) in.sock->conn->spin_policy().record(wait::now_us() - start);
+                out[n].events = ev;
+                out[n].data = in.data;
+                ++n;
+            }
+        }
+        return n;
+    }
+
+    // A local act (shutdown) may have made a cold interest ready: look at all.
+    void rescue_cold() {
+        uint64_t e = Connection::local_epoch();
+        if (e == set.local_epoch) return;
+        set.local_epoch = e;
+        for (auto& [fd, in] : set.fds) warm(set, in, true);
+    }
+
+    // Idle hot interests go cold while the set is busy elsewhere.
+    void retire_idle() {
+        for (auto& [fd, id] : set.watch) {
+            auto it = set.fds.find(fd);
+            if (it == set.fds.end() || it->second.id != id) continue;
+            Interest& in = it->second;
+            if (!in.listed || in.idle < kIdleLooks || !ring_driven(in)) continue;
+            int token = 0;
+            if (cool(set, epfd, fd, in, &token) == Cool::busy) in.sock->conn->disarm(token);
+            in.idle = 0;
         }
     }
-    return n;
-}
 
-// The longest learned spin among the set's ring-driven connections.
-int64_t spin_budget_us(EpollSet& set) {
-    uint32_t b = 0;
-    for (auto& [fd, in] : set.fds)
-        if (ring_driven(in)) b = std::max(b, in.sock->conn->spin_policy().budget_us());
-    return b;
-}
+    int check() {
+        int nk = fresh;
+        fresh = -1;
+        if (nk < 0) {
+            // An all-cold set: the sleep that follows asks the kernel anyway.
+            if (first && set.watch.empty() && timeout_us != 0) nk = 0;
+            else nk = kernel_wait(k.data(), max, 0);
+            if (nk < 0) return -1;
+        }
+        first = false;
+        rescue_cold();
+        int n = take_kernel(nk, 0);
+        n = scan(n, true);
+        if (n > 0) retire_idle();
+        prune(set);
+        return n;
+    }
+    bool peek() { return scan(0, false) > 0; }
+    // The longest learned spin among the hot interests.
+    uint32_t spin_budget_us() {
+        uint32_t b = 0;
+        for (auto& [fd, id] : set.watch) {
+            auto it = set.fds.find(fd);
+            if (it != set.fds.end() && it->second.id == id && ring_driven(it->second))
+                b = std::max(b, it->second.sock->conn->spin_policy().budget_us());
+        }
+        return b;
+    }
+    wait::Armed arm() {
+        wait::Armed a;
+        readied = false;
+        for (auto& [fd, id] : set.watch) {
+            auto it = set.fds.find(fd);
+            if (it == set.fds.end() || it->second.id != id) continue;
+            Interest& in = it->second;
+            if (!in.listed || !ring_driven(in)) continue;
+            int token = 0;
+            switch (cool(set, epfd, fd, in, &token)) {
+                case Cool::cold: break;
+                case Cool::ready: readied = true; break;
+                case Cool::in_flight: a.may_sleep = false; break;
+                case Cool::busy:
+                    a.all_owned = false;
+                    sleep_arms.push_back({in.sock, token, in.sock->conn->phase()});
+                    break;
+            }
+        }
+        prune(set);
+        return a;
+    }
+    bool changed() {
+        if (readied) return true;
+        for (auto& s : sleep_arms)
+            if (s.sock->conn->phase() != s.phase) return true;
+        return scan(0, false) > 0;
+    }
+    int sleep(int64_t us) {
+        int ms = us < 0 ? -1 : static_cast<int>((us + 999) / 1000);
+        lk.unlock();
+        int nk = kernel_wait(k.data(), max, ms);
+        int saved = errno;
+        lk.lock();
+        errno = saved;
+        return nk;
+    }
+    void settle(int rc, bool slept) {
+        for (auto& s : sleep_arms) s.sock->conn->disarm(s.token);
+        sleep_arms.clear();
+        if (slept && rc > 0) fresh = rc;
+    }
+    void learn(int64_t waited_us, bool timed_out) {
+        if (!timed_out) return;  // the ready ones learned as they were reported
+        for (auto& [fd, id] : set.watch) {
+            auto it = set.fds.find(fd);
+            if (it != set.fds.end() && it->second.id == id && ring_driven(it->second))
+                it->second.sock->conn->spin_policy().record(waited_us);
+        }
+    }
+};
 
-// Kernel events: tagged ones belong to tracked sockets (pass through those on
-// plain TCP with the app's data; ring-driven ones were doorbells), others are
-// the app's own.
-int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int n, int max) {
+// Kernel events of a set with nothing ring-driven, hot or cold: the kernel
+// answers; we restore data words.
+int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int max) {
+    int n = 0;
     for (int i = 0; i < nk && n < max; ++i) {
-        if ((k[i].data.u64 & kTagMask) == kWakeTag) continue;  // a doorbell: the rings answer
+        if ((k[i].data.u64 & kTagMask) == kWakeTag) continue;
         if ((k[i].data.u64 & kTagMask) != kTag) {
             out[n++] = k[i];
             continue;
         }
-        int fd = static_cast<int>(k[i].data.u64 & ~kTagMask);
-        auto it = set.fds.find(fd);
+        auto it = set.fds.find(static_cast<int>(k[i].data.u64 & ~kTagMask));
         if (it == set.fds.end()) continue;
         Interest& in = it->second;
         if (in.ring_driven) continue;
@@ -176,48 +416,57 @@ int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int n, in
     return n;
 }
 
+// The engine's run over a set with ring-driven interests. `pending` events
+// came from a kernel wait already made.
+int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int timeout_ms, const sigset_t* mask,
+                    std::vector<epoll_event>& k, int pending) {
+    const int64_t timeout_us = timeout_ms < 0 ? -1 : static_cast<int64_t>(timeout_ms) * 1000;
+    EpollWait w{epfd, set, out, max, timeout_us, mask, std::unique_lock<std::mutex>(set.mu), std::move(k)};
+    w.start = wait::now_us();
+    if (pending > 0) w.fresh = pending;
+    return wait::run(w, timeout_us);
+}
+
 }  // namespace
 
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     auto sock = fd_table().contains(fd) ? fd_table().get(fd) : nullptr;
-    if (!sock || sock->listening) {
+    if (!sock || sock->listening || op == EPOLL_CTL_DEL) {
         if (op == EPOLL_CTL_DEL)
             if (auto set = find_set(epfd, false)) {
                 std::lock_guard<std::mutex> lk(set->mu);
-                if (auto it = set->fds.find(fd); it != set->fds.end()) drop_wake(epfd, it->second), set->fds.erase(it);
+                if (auto it = set->fds.find(fd); it != set->fds.end()) forget_interest(*set, epfd, it);
             }
         return real::calls().epoll_ctl(epfd, op, fd, ev);
     }
-    auto set = find_set(epfd, op != EPOLL_CTL_DEL);
-    if (op == EPOLL_CTL_DEL) {
-        if (set) {
-            std::lock_guard<std::mutex> lk(set->mu);
-            if (auto it = set->fds.find(fd); it != set->fds.end()) drop_wake(epfd, it->second), set->fds.erase(it);
-        }
-        return real::calls().epoll_ctl(epfd, op, fd, ev);
-    }
+    auto set = find_set(epfd, true);
     if (!ev) {
         errno = EFAULT;
         return -1;
     }
     std::lock_guard<std::mutex> lk(set->mu);
-    Interest in;
-    in.sock = sock;
-    in.events = ev->events;
-    in.data = ev->data;
-    in.ring_driven = false;
-    in.kernel_events = ev->events;
     epoll_event kev{ev->events, {}};
     kev.data.u64 = kTag | static_cast<uint64_t>(fd);
     int r = real::calls().epoll_ctl(epfd, op, fd, &kev);
     if (r != 0) return r;
-    if (auto it = set->fds.find(fd); it != set->fds.end()) in.wake_fd = it->second.wake_fd;  // MOD keeps it
-    set->fds[fd] = in;
-    if (ring_driven(in)) {
+    Interest in;
+    in.sock = sock;
+    in.events = ev->events;
+    in.data = ev->data;
+    in.kernel_events = ev->events;
+    in.fd = fd;
+    in.id = set->next_id++;
+    if (auto it = set->fds.find(fd); it != set->fds.end()) {  // MOD: a fresh look, same eventfd registration
+        warm(*set, it->second, false);
+        in.wake_fd = it->second.wake_fd;
+    }
+    Interest& stored = set->fds[fd] = in;
+    list(*set, stored);
+    if (ring_driven(stored)) {
         short k = 0;
         sock->conn->step();
-        sock->conn->ready_events(static_cast<short>(in.events & kReadiness), &k);
-        sync_kernel(epfd, fd, set->fds[fd], k);
+        sock->conn->ready_events(static_cast<short>(stored.events & kReadiness), &k);
+        sync_kernel(epfd, fd, stored, k);
     }
     return 0;
 }
@@ -231,104 +480,48 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
     };
     if (!set || max <= 0) return kernel_wait(out, max, timeout_ms);
     std::vector<epoll_event> k(static_cast<size_t>(max));
-    const int64_t start = now_us();
-    const int64_t learn_since = timeout_ms != 0 ? start : -1;
-    int64_t spin_end = -1;  // set at the first look, from the learned spins (spin_policy.hpp)
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);
-        bool any_ring = false;
-        for (auto& [fd, in] : set->fds) any_ring |= ring_driven(in);
-        if (!any_ring) {
+        prune(*set);
+        if (set->watch.empty() && set->cold == 0) {
             // Nothing ring-driven: the kernel answers, we only restore data words.
-            for (auto& [fd, in] : set->fds) sync_kernel(epfd, fd, in, 0);
             lk.unlock();
             int nk = kernel_wait(k.data(), max, timeout_ms);
             if (nk <= 0) return nk;
             lk.lock();
-            int n = translate(*set, k.data(), nk, out, 0, max);
+            if (!set->watch.empty() || set->cold != 0) {
+                // A socket turned ring-driven meanwhile: hand the events to the engine.
+                lk.unlock();
+                return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, nk);
+            }
+            int n = translate(*set, k.data(), nk, out, max);
             if (n > 0 || timeout_ms == 0) return n;
-            continue;  // only doorbells of sockets that just turned ring-driven: look again
+            continue;  // only doorbells or ring-driven events: look again
         }
-        if (spin_end < 0) spin_end = start + spin_budget_us(*set);
-        int n = collect(epfd, *set, out, max, true, learn_since);
-        if (n < max) {
-            int nk = real::calls().epoll_wait(epfd, k.data(), max - n, 0);
-            if (nk > 0) n = translate(*set, k.data(), nk, out, n, max);
-        }
-        if (n > 0 || timeout_ms == 0) return n;
-        int64_t left = timeout_ms < 0 ? -1 : static_cast<int64_t>(timeout_ms) * 1000 - (now_us() - start);
-        if (timeout_ms > 0 && left <= 0) {
-            for (auto& [fd, in] : set->fds)
-                if (ring_driven(in)) in.sock->conn->spin_policy().record(now_us() - start);
-            return 0;
-        }
-        // Spin on the rings while the budget lasts.
-        bool ready = false;
-        for (int i = 1; !ready && now_us() < spin_end; ++i) {
-            ready = collect(epfd, *set, out, max, false) > 0;
-            if (!ready && i % 16 == 0) sched_yield();  // the peer may be queued on our CPU (docs/waiting.md)
-        }
-        if (ready) continue;
-        // Sleep: arm, re-check, block in the kernel, drain doorbells.
-        std::vector<std::pair<Connection*, int>> armed;
-        bool all_owned = true;
-        std::vector<std::pair<Connection*, Connection::Drain>> owned;
-        std::vector<std::shared_ptr<Socket>> hold;
-        bool may_sleep = true;
-        std::vector<Phase> phases;
-        for (auto& [fd, in] : set->fds) {
-            if (!ring_driven(in)) continue;
-            Connection* c = in.sock->conn.get();
-            hold.push_back(in.sock);
-            phases.push_back(c->phase());
-            armed.emplace_back(c, c->arm(static_cast<short>(in.events & kReadiness), &may_sleep));
-        }
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        for (auto& [c, token] : armed) {
-            auto o = c->try_begin_sleep();
-            owned.emplace_back(c, o);
-            all_owned &= o != Connection::Drain::busy;
-        }
-        ready = !may_sleep || collect(epfd, *set, out, max, false) > 0;
-        // A handshake that completed during the re-check: that connection was never armed.
-        for (size_t i = 0; i < armed.size() && !ready; ++i) ready = armed[i].first->phase() != phases[i];
         lk.unlock();
-        int nk = 0;
-        if (!ready) {
-            int ms = left < 0 ? -1 : static_cast<int>((left + 999) / 1000);
-            if (!all_owned) ms = ms < 0 ? 1 : std::min(ms, 1);
-            nk = kernel_wait(k.data(), max, ms);
-        }
-        int saved = errno;
-        for (auto& [c, o] : owned) c->end_sleep(o);
-        for (auto& [c, token] : armed) c->disarm(token);
-        if (nk < 0 && saved == EINTR) {
-            errno = EINTR;
-            return -1;
-        }
-        if (nk > 0) {
-            lk.lock();
-            n = translate(*set, k.data(), nk, out, 0, max);
-            if (n < max) n += collect(epfd, *set, out + n, max - n, true, learn_since);
-            if (n > 0) return n;
-        }
+        return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, 0);
     }
 }
 
 void epoll_forget(int fd, bool tracked_socket) {
     if (!g_any.load(std::memory_order_relaxed)) return;
     std::vector<std::pair<int, std::shared_ptr<EpollSet>>> sets;
+    std::shared_ptr<EpollSet> closed;
     {
         std::lock_guard<std::mutex> lk(g_mu);
-        g_sets->erase(fd);
-        if (!tracked_socket) return;  // shim-internal fds (shm, registry) are in no set
-        for (auto& [epfd, set] : *g_sets) sets.emplace_back(epfd, set);
+        if (auto it = g_sets->find(fd); it != g_sets->end()) closed = it->second, g_sets->erase(it);
+        if (tracked_socket)  // shim-internal fds (shm, registry) are in no set
+            for (auto& [epfd, set] : *g_sets) sets.emplace_back(epfd, set);
     }
-    // Set locks are taken without g_mu held: a thread inside collect() may hold a
+    // Set locks are taken without g_mu held: a thread inside a wait may hold a
     // set lock and need g_mu.
+    if (closed) {  // the set's cold interests give their arms and drains back
+        std::lock_guard<std::mutex> lk(closed->mu);
+        for (auto& [f, in] : closed->fds) warm(*closed, in, false);
+    }
     for (auto& [epfd, set] : sets) {
         std::lock_guard<std::mutex> lk(set->mu);
-        if (auto it = set->fds.find(fd); it != set->fds.end()) drop_wake(epfd, it->second), set->fds.erase(it);
+        if (auto it = set->fds.find(fd); it != set->fds.end()) forget_interest(*set, epfd, it);
     }
 }
 

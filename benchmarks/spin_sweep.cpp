@@ -5,7 +5,8 @@
 // RDMASOCK_SPIN_US and think time: p50/p99 round trip minus the think time
 // (the waiting overhead) and the client's CPU per round trip.
 //
-//   spin_sweep [--spins 0,5,10,20,50,100] [--thinks 0,5,20,50,200] [--iters N] [--pin 0|1]
+//   spin_sweep [--spins tcp,0,5,10,20,50,100] [--thinks 0,5,20,50,200] [--iters N] [--pin 0|1]
+//   (spin "tcp": the same two programs without LD_PRELOAD, the baseline)
 //   (--pin 1: echo side on CPU 0, client on CPU 1, so neither can take the other's core)
 //   spin_sweep serve PORT THINK_US     (internal) echo side
 //   spin_sweep connect PORT ITERS      (internal) client: prints "p50 p99 cpu_us_per_rt"
@@ -118,11 +119,13 @@ int connect_and_time(int port, size_t iters) {
     return 0;
 }
 
+constexpr int kTcp = -1;  // a "spin" that means: no shim at all
+
 std::vector<int> parse_list(const std::string& s) {
     std::vector<int> v;
     std::stringstream in(s);
     std::string item;
-    while (std::getline(in, item, ',')) v.push_back(std::stoi(item));
+    while (std::getline(in, item, ',')) v.push_back(item == "tcp" ? kTcp : std::stoi(item));
     return v;
 }
 
@@ -143,8 +146,10 @@ bool run_one(const char* self, const std::string& lib, int spin, int think, size
         die("port");
     close(probe);
     std::string port = std::to_string(ntohs(a.sin_port));
-    setenv("LD_PRELOAD", lib.c_str(), 1);
-    setenv("RDMASOCK_SPIN_US", std::to_string(spin).c_str(), 1);
+    if (spin != kTcp) {
+        setenv("LD_PRELOAD", lib.c_str(), 1);
+        setenv("RDMASOCK_SPIN_US", std::to_string(spin).c_str(), 1);
+    }
     pid_t srv = fork();
     if (srv == 0) {
         if (pin) setenv("SPIN_SWEEP_CPU", "0", 1);
@@ -187,7 +192,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "spin_sweep: librdmasock.so not found next to %s\n", argv[0]);
         return 2;
     }
-    printf("64-byte ping-pong, both ends under LD_PRELOAD; overhead = round trip minus think time (us)\n");
+    printf("64-byte ping-pong, both ends under LD_PRELOAD (spin tcp: neither); overhead = round trip minus think time (us)\n");
     printf("%8s %8s %14s %14s %14s\n", "spin_us", "think_us", "p50_overhead", "p99_overhead", "client_cpu/rt");
     for (int think : thinks)
         for (int spin : spins) {
@@ -196,7 +201,8 @@ int main(int argc, char** argv) {
                 fprintf(stderr, "spin_sweep: run spin=%d think=%d failed\n", spin, think);
                 return 1;
             }
-            printf("%8d %8d %14.2f %14.2f %14.2f\n", spin, think, r[0] - think, r[1] - think, r[2]);
+            std::string label = spin == kTcp ? "tcp" : std::to_string(spin);
+            printf("%8s %8d %14.2f %14.2f %14.2f\n", label.c_str(), think, r[0] - think, r[1] - think, r[2]);
         }
     return 0;
 }

@@ -34,4 +34,10 @@ if scripts/plot-lines "$tmp/s.csv" "$tmp/x.png" --x size --y nosuch 2>"$tmp/err"
     echo "FAIL: plot-lines accepted a missing column"; exit 1
 fi
 grep -q "no column 'nosuch'" "$tmp/err" || { echo "FAIL: plot-lines: no clear message"; exit 1; }
+# benchmarks/wake.sh, small: every block prints its rows, the epoll rows name their idle count.
+WAKE_ITERS=400 WAKE_IDLE="0 20" BUILD=$BUILD benchmarks/wake.sh "$tmp/wake.txt" >/dev/null 2>&1 \
+    || { echo "FAIL: benchmarks/wake.sh failed"; cat "$tmp/wake.txt"; exit 1; }
+for want in '^eventfd ' '^     tcp      400 ' '^      20      400 ' '^shm ' '^shim +idle=20 p50_us='; do
+    grep -Eq "$want" "$tmp/wake.txt" || { echo "FAIL: wake.sh output lacks /$want/"; cat "$tmp/wake.txt"; exit 1; }
+done
 echo "bench_smoke: ok"

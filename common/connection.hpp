@@ -111,6 +111,11 @@ public:
     // false when the transport saw progress in flight (re-check, don't sleep).
     int arm(short wanted, bool* may_sleep);
     void disarm(int token);
+    // How long a sleeper waiting for `wanted` may sleep before it must look
+    // again (-1: until a doorbell or the socket wakes it). A writer facing a
+    // full ring after the peer's FIN learns that the peer's socket is gone only
+    // from sock_diag, never from a wake-up.
+    int64_t max_sleep_us(short wanted);
     // How long poll/epoll should spin for this connection, learned from its waits.
     SpinPolicy& spin_policy() { return spin_; }
     // Sleep bracket for poll/epoll: try to own the doorbell drain while the

@@ -86,7 +86,7 @@ struct Connection::Sleeper {
     wait::Armed arm() {
         bool may_sleep = c.arm_side(reader);
         owned = c.try_own_drain();
-        return {may_sleep, owned};
+        return {may_sleep, owned, c.max_sleep_us(reader ? POLLIN : POLLOUT)};
     }
     bool changed() { return ready(); }
     int sleep(int64_t timeout_us) {
@@ -95,11 +95,8 @@ struct Connection::Sleeper {
         // FIN or RST) and the transport's eventfd, if it has one.
         pollfd p[2] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}};
         if (p[1].fd >= 0) {
-            if (c.peer_closed_.load() || (!reader && c.peer_fin_.load())) {
+            if (c.peer_closed_.load() || (!reader && c.peer_fin_.load()))
                 p[0].fd = -1;  // its EOF stays readable: no busy loop
-                // After a FIN only sock_diag tells whether the reader went away.
-                if (!reader && c.peer_fin_.load()) ms = ms < 0 ? 100 : std::min(ms, 100);
-            }
             // A writer while the peer's bytes still come over TCP: only its FIN matters
             // (unread data there would wake us for nothing, again and again).
             else if (!reader && c.rx_on_tcp()) p[0].events = POLLRDHUP;
@@ -202,6 +199,12 @@ int Connection::arm(short wanted, bool* may_sleep) {
     if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) *may_sleep &= arm_side(true), token |= 1;
     if (wanted & (POLLOUT | POLLWRNORM)) *may_sleep &= arm_side(false), token |= 2;
     return token;
+}
+
+int64_t Connection::max_sleep_us(short wanted) {
+    constexpr int64_t kPeerGoneCheckUs = 100000;  // fin_peer_gone() looks at most this often
+    if ((wanted & (POLLOUT | POLLWRNORM)) && peer_fin_.load() && !peer_gone_.load()) return kPeerGoneCheckUs;
+    return -1;
 }
 
 void Connection::disarm(int token) {

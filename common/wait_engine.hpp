@@ -18,7 +18,7 @@
 //   int      check();                   >0 ready (count), 0 not yet, <0 error with errno
 //   bool     peek();                    ring-only readiness, no syscalls
 //   uint32_t spin_budget_us();
-//   Armed    arm();                     request doorbells, try to own their drains
+//   Armed    arm();                     request doorbells, try to own their drains, cap the sleep
 //   bool     changed();                 after the fence: anything ready, or a phase moved
 //   int      sleep(int64_t timeout_us); the kernel wait (-1: none); the kernel's result
 //   void     settle(int rc, bool slept);drain what we own, disarm (always after arm)
@@ -46,6 +46,7 @@ inline void cpu_relax() { __builtin_ia32_pause(); }
 struct Armed {
     bool may_sleep = true;  // false: a transport saw progress in flight (RDMA), re-check instead
     bool all_owned = true;  // false: another thread drains some doorbell, so sleep in short naps
+    int64_t max_sleep_us = -1;  // >= 0: something no doorbell reports must be looked at by then
 };
 
 // While another thread owns a doorbell's drain it may swallow the ring meant
@@ -102,7 +103,10 @@ int run(Hooks& h, int64_t timeout_us) {
         const bool sleep_now = a.may_sleep && !h.changed();
         int rc = 0;
         if (sleep_now) {
-            int64_t nap = a.all_owned ? left : (left < 0 ? kNapUs : std::min(left, kNapUs));
+            int64_t nap = left;
+            auto cap = [&nap](int64_t us) { nap = nap < 0 ? us : std::min(nap, us); };
+            if (!a.all_owned) cap(kNapUs);
+            if (a.max_sleep_us >= 0) cap(a.max_sleep_us);
             rc = h.sleep(nap);
         }
         const int saved = errno;

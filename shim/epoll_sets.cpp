@@ -162,37 +162,52 @@ void warm(EpollSet& set, Interest& in, bool relist) {
     if (relist) list(set, in);
 }
 
-enum class Cool { cold, ready, busy, in_flight };
+enum class Cool { cold, ready, armed, in_flight };
+
+// An arm held for one sleep only (the interest stays hot).
+struct SleepArm {
+    std::shared_ptr<Socket> sock;
+    int token = 0;
+    Connection::Drain drain = Connection::Drain::none;
+    Phase phase = Phase::undecided;
+};
 
 // Hot -> cold, if nothing is ready after the arm (Dekker: arm, fence, re-check).
-// busy: another thread owns the doorbell drain, so it stays hot but armed
-// (*token) for the sleep about to begin; the caller disarms it afterwards.
-Cool cool(EpollSet& set, int epfd, int fd, Interest& in, int* token) {
+// armed: it stays hot but armed for the sleep about to begin (*held; the caller
+// settles it afterwards), because another thread owns its doorbell drain or
+// something no doorbell reports must be looked at within *cap_us.
+Cool cool(EpollSet& set, int epfd, int fd, Interest& in, SleepArm* held, int64_t* cap_us) {
     Connection& c = *in.sock->conn;
     const Phase ph = c.phase();
+    const short want = static_cast<short>(in.events & kReadiness);
     bool may_sleep = true;
-    *token = c.arm(static_cast<short>(in.events & kReadiness), &may_sleep);
+    int token = c.arm(want, &may_sleep);
     Connection::Drain d = c.try_begin_sleep();
-    if (!may_sleep || d == Connection::Drain::busy) {
+    auto undo = [&] {
         c.end_sleep(d);
-        if (!may_sleep) c.disarm(*token), *token = 0;
-        return may_sleep ? Cool::busy : Cool::in_flight;
-    }
+        c.disarm(token);
+    };
+    if (!may_sleep) return undo(), Cool::in_flight;
     std::atomic_thread_fence(std::memory_order_seq_cst);
     short kev = 0;
-    if (ring_events(in, &kev, false) || c.phase() != ph || !ring_driven(in)) {
-        c.end_sleep(d);
-        c.disarm(*token);
-        *token = 0;
-        return Cool::ready;
-    }
+    if (ring_events(in, &kev, false) || c.phase() != ph || !ring_driven(in)) return undo(), Cool::ready;
     sync_kernel(epfd, fd, in, kev);
+    *cap_us = c.max_sleep_us(want);
+    if (d == Connection::Drain::busy || *cap_us >= 0) {
+        *held = {in.sock, token, d, ph};
+        return Cool::armed;
+    }
     in.cold = true;
-    in.cold_token = *token;
+    in.cold_token = token;
     in.cold_drain = d;
     in.listed = false;  // its watch entry goes at the next prune
     ++set.cold;
     return Cool::cold;
+}
+
+void settle_arm(SleepArm& a) {
+    a.sock->conn->end_sleep(a.drain);
+    a.sock->conn->disarm(a.token);
 }
 
 // Drops watch entries of interests gone, cold, or plain for good.
@@ -228,12 +243,7 @@ struct EpollWait {
     bool first = true;
     bool readied = false;  // the arm found an interest ready
     int64_t start;
-    struct SleepArm {      // a hot interest armed for one sleep (its drain is another's)
-        std::shared_ptr<Socket> sock;
-        int token;
-        Phase phase;
-    };
-    std::vector<SleepArm> sleep_arms;
+    std::vector<SleepArm> sleep_arms;  // hot interests armed for the coming sleep
 
     int kernel_wait(epoll_event* ev, int n, int ms) {
         return mask ? real::calls().epoll_pwait(epfd, ev, n, ms, mask) : real::calls().epoll_wait(epfd, ev, n, ms);
@@ -308,8 +318,9 @@ struct EpollWait {
             if (it == set.fds.end() || it->second.id != id) continue;
             Interest& in = it->second;
             if (!in.listed || in.idle < kIdleLooks || !ring_driven(in)) continue;
-            int token = 0;
-            if (cool(set, epfd, fd, in, &token) == Cool::busy) in.sock->conn->disarm(token);
+            SleepArm held;
+            int64_t cap = -1;
+            if (cool(set, epfd, fd, in, &held, &cap) == Cool::armed) settle_arm(held);
             in.idle = 0;
         }
     }
@@ -350,14 +361,16 @@ struct EpollWait {
             if (it == set.fds.end() || it->second.id != id) continue;
             Interest& in = it->second;
             if (!in.listed || !ring_driven(in)) continue;
-            int token = 0;
-            switch (cool(set, epfd, fd, in, &token)) {
+            SleepArm held;
+            int64_t cap = -1;
+            switch (cool(set, epfd, fd, in, &held, &cap)) {
                 case Cool::cold: break;
                 case Cool::ready: readied = true; break;
                 case Cool::in_flight: a.may_sleep = false; break;
-                case Cool::busy:
-                    a.all_owned = false;
-                    sleep_arms.push_back({in.sock, token, in.sock->conn->phase()});
+                case Cool::armed:
+                    a.all_owned &= held.drain != Connection::Drain::busy;
+                    if (cap >= 0) a.max_sleep_us = a.max_sleep_us < 0 ? cap : std::min(a.max_sleep_us, cap);
+                    sleep_arms.push_back(std::move(held));
                     break;
             }
         }
@@ -380,7 +393,7 @@ struct EpollWait {
         return nk;
     }
     void settle(int rc, bool slept) {
-        for (auto& s : sleep_arms) s.sock->conn->disarm(s.token);
+        for (auto& a : sleep_arms) settle_arm(a);
         sleep_arms.clear();
         if (slept && rc > 0) fresh = rc;
     }

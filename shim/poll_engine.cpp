@@ -89,6 +89,8 @@ struct PollWait {
             e.token = e.sock->conn->arm(fds[e.idx].events, &a.may_sleep);
             e.drain = e.sock->conn->try_begin_sleep();
             a.all_owned &= e.drain != Connection::Drain::busy;
+            if (int64_t cap = e.sock->conn->max_sleep_us(fds[e.idx].events); cap >= 0)
+                a.max_sleep_us = a.max_sleep_us < 0 ? cap : std::min(a.max_sleep_us, cap);
         }
         return a;
     }

@@ -249,22 +249,23 @@ bool Connection::transport_failed() {
 // ---------------------------------------------------------------- teardown
 
 int Connection::shutdown(int how) {
-    struct Bump {  // after the flags below are set: readiness rose
-        ~Bump() { local_epoch_.fetch_add(1, std::memory_order_acq_rel); }
-    } bump;
+    const bool rd = how == SHUT_RD || how == SHUT_RDWR, wr = how == SHUT_WR || how == SHUT_RDWR;
     if (phase() != Phase::upgraded) {
         // The kernel carries this one (the caller shuts the TCP socket down); a
         // later switch to the ring must not reopen what the app closed.
         if (has_rings(phase())) {
-            if (how == SHUT_RD || how == SHUT_RDWR) shut_rd_ = true;
-            if (how == SHUT_WR || how == SHUT_RDWR) shut_wr_ = true;
+            if (rd) shut_rd_ = true;
+            if (wr) shut_wr_ = true;
+            wake_local();
         }
         return 0;
     }
-    if (how == SHUT_RD || how == SHUT_RDWR) shut_rd_ = true;
-    if ((how == SHUT_WR || how == SHUT_RDWR) && !shut_wr_) {
+    if (rd) shut_rd_ = true;
+    if (wr && !shut_wr_.exchange(true)) {
+        // A writer blocked on a full ring holds write_mu_: wake it first; it sees
+        // shut_wr_ and gives up (EPIPE, as a blocked TCP sender does).
+        wake_local();
         std::lock_guard<std::mutex> lk(write_mu_);
-        shut_wr_ = true;
         if (owned_by_this_process()) {
             switch_tx_locked();  // the FIN record comes after every TCP byte
             // The FIN record follows the data in the ring; wait briefly for space.
@@ -272,6 +273,7 @@ int Connection::shutdown(int how) {
             ring_doorbell();
         }
     }
+    wake_local();  // blocked readers return, epoll sets look again
     return 0;
 }
 

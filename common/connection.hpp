@@ -240,7 +240,10 @@ private:
     // Nobody will ever read this ring again: the peer closed (or died).
     bool reader_gone();
     std::atomic<bool> failure_reported_{false};  // transport_failed() sent its abort byte
-    bool shut_rd_ = false, shut_wr_ = false;
+    // shutdown() may come from another thread than the one blocked in a call.
+    std::atomic<bool> shut_rd_{false}, shut_wr_{false};
+    // A local act raised readiness (shutdown): wake this side's own sleepers.
+    void wake_local();
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
     int owner_pid_ = 0;
     uint64_t tx_bytes_ = 0, rx_bytes_ = 0;

@@ -25,6 +25,20 @@ void Connection::ring_doorbell() {
     }
 }
 
+void Connection::wake_local() {
+    // Our own eventfd: every sleeper of this side waits on it (blocked calls,
+    // poll, an epoll set that keeps the connection cold). A raw write: write()
+    // is interposed.
+    if (int w = transport_ ? transport_->wake_fd() : -1; w >= 0) {
+        uint64_t one = 1;
+        int saved = errno;
+        (void)syscall(SYS_write, w, &one, sizeof one);
+        errno = saved;
+        return;
+    }
+    local_epoch_.fetch_add(1, std::memory_order_acq_rel);  // no eventfd (RDMA): epoll looks at all
+}
+
 bool Connection::arm_side(bool reader) {
     std::lock_guard<std::mutex> lk(arm_mu_);
     if (reader) return ++reader_sleepers_, transport_->arm_reader(true);

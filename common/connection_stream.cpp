@@ -26,7 +26,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     for (;;) {
         if (shut_wr_ || transport_failed() || peer_reset_.load() || w.status() == ring::RingStatus::broken) {
             if (total > 0) return static_cast<ssize_t>(total);
-            RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd_, shut_wr_, peer_reset_.load(),
+            RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd_, shut_wr_.load(), peer_reset_.load(),
                    peer_closed_.load(), ring::to_string(w.status()));
             errno = shut_wr_ || peer_reset_.load() ? EPIPE : ECONNRESET;
             if (errno == EPIPE) raise_sigpipe(flags);
@@ -56,7 +56,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             errno = EAGAIN;
             return -1;
         }
-        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed(); }, false,
+        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed() || shut_wr_.load(); }, false,
                             timeout_for(true));
         if (res == Wait::timeout) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -113,7 +113,8 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 errno = EAGAIN;
                 return -1;
             }
-            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable(); }, true, timeout_for(false));
+            if (shut_rd_.load()) return static_cast<ssize_t>(total);
+            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load(); }, true, timeout_for(false));
             if (res == Wait::timeout) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;
@@ -177,7 +178,8 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             errno = EAGAIN;
             return -1;
         }
-        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed(); },
+        if (shut_rd_.load()) return static_cast<ssize_t>(total);  // shutdown(SHUT_RD) from another thread
+        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed() || shut_rd_.load(); },
                             true, timeout_for(false));
         if (res == Wait::timeout) {
             if (total > 0) return static_cast<ssize_t>(total);

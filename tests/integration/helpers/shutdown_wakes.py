@@ -1,0 +1,54 @@
+"""shutdown() from another thread wakes a thread blocked in recv or send.
+
+Prints one line per case; run over plain TCP and under the shim, the
+transcripts must be equal. Each connection makes two round trips first, so
+that under the shim it is on shared memory when the blocking call starts.
+"""
+import errno, os, socket, sys, threading, time
+
+def pair():
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+    c = socket.create_connection(l.getsockname())
+    s, _ = l.accept(); l.close()
+    for _ in range(2):
+        c.sendall(b"p" * 64); s.recv(64, socket.MSG_WAITALL)
+        s.sendall(b"q" * 64); c.recv(64, socket.MSG_WAITALL)
+    return c, s
+
+def outcome(fn):
+    try:
+        r = fn()
+        return "returned %r" % (r if not isinstance(r, (bytes, bytearray)) else bytes(r),)
+    except OSError as e:
+        return "raised %s" % errno.errorcode.get(e.errno, e.errno)
+
+def blocked(name, call, act):
+    res = {}
+    t = threading.Thread(target=lambda: res.setdefault("r", outcome(call)))
+    t.start()
+    time.sleep(0.5)          # the call is asleep by now (any later is the same case)
+    act()
+    t.join(30)
+    print("%-28s %s" % (name, "STILL BLOCKED after 30 s" if t.is_alive() else res["r"]), flush=True)
+    if t.is_alive():
+        os._exit(1)
+
+# A reader blocked in recv; its own socket shut for reading.
+c, s = pair()
+blocked("recv, SHUT_RD", lambda: c.recv(100), lambda: c.shutdown(socket.SHUT_RD))
+c.close(); s.close()
+
+# The same with SHUT_RDWR.
+c, s = pair()
+blocked("recv, SHUT_RDWR", lambda: c.recv(100), lambda: c.shutdown(socket.SHUT_RDWR))
+c.close(); s.close()
+
+# A writer blocked on a full buffer (the peer does not read); shut for writing.
+c, s = pair()
+def fill():
+    total = 0
+    while True:
+        total += c.send(b"w" * 65536)
+blocked("send on full, SHUT_WR", fill, lambda: c.shutdown(socket.SHUT_WR))
+c.close(); s.close()
+print("done")

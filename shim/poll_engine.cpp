@@ -42,10 +42,13 @@ struct PollWait {
     // answer is current, and a wake-up then costs one poll less.
     bool kernel_fresh = false;
 
-    // Ring readiness of every tracked fd; returns how many are ready.
+    // Ring readiness of every tracked fd; returns how many are ready. Steps
+    // each handshake first: a rendezvous that completed (the peer switched to
+    // the ring) is readiness too, and the Dekker re-check must see it.
     int evaluate_rings() {
         int ready = 0;
         for (auto& e : t) {
+            e.sock->conn->step();
             e.ready = e.sock->conn->ready_events(fds[e.idx].events, &e.kernel_events);
             ready += e.ready != 0;
         }
@@ -58,7 +61,6 @@ struct PollWait {
 
     // Rings plus the kernel's answer; writes revents and returns the count.
     int check() {
-        for (auto& e : t) e.sock->conn->step();
         evaluate_rings();
         if (!kernel_fresh) {
             kernel_request();

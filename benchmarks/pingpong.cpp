@@ -73,13 +73,13 @@ bool ring_echo(ring::RingWriter& w, ring::RingReader& r, uint8_t* buf, size_t n)
 Summary run_ring(size_t size, size_t iters, size_t warmup) {
     std::string err;
     const uint64_t cap = 4 << 20;
-    auto chan = ShmChannel::create(cap, err);
+    auto chan = ShmChannel::create_sealed(cap, err);
     if (!chan) die_msg("ring: " + err);
     std::vector<uint8_t> buf(size, 'x');
-    std::string name = chan->name();
+    const int memfd = chan->memfd_fd();
     PairRun p;
-    p.echo = [&] {
-        auto peer = ShmChannel::attach(name, cap, err);
+    p.echo = [&] {  // the forked echo process maps the memfd it inherited
+        auto peer = ShmChannel::attach_sealed(dup(memfd), cap, err);
         if (!peer) _exit(1);
         std::vector<uint8_t> b(size);
         while (ring_echo(peer->writer(), peer->reader(), b.data(), size)) {}

@@ -155,8 +155,7 @@ private:
     bool progress_server_hello(bool app_wants_to_write);
     bool progress_server_ready();
     bool progress_strip_hello();
-    // Server: fill `reply` with an ACCEPT (and set pending_) or a refusal reason.
-    void accept_shm(const handshake::Message& hello, handshake::Message& reply);
+    // Server: fill `reply` with an RDMA ACCEPT (and set pending_) or a refusal reason.
     void accept_rdma(const handshake::Message& hello, handshake::Message& reply);
     // Blocks (honouring timeouts) until the handshake leaves its waiting phase.
     bool settle(int flags, bool for_write);

@@ -136,15 +136,9 @@ bool Connection::progress_client_reply() {
     consume(r.consumed);
     std::string err;
     std::unique_ptr<Transport> t;
-    if (m.transport == handshake::kOfferShm && (offers_ & handshake::kOfferShm)) {
-        std::unique_ptr<ShmChannel> ch;
-        if (config_.fault != "client-attach") ch = ShmChannel::attach(m.name, m.ring_bytes, err);
-        else err = "fault injection client-attach";
-        if (ch) {
-            ch->unlink();  // both sides have it mapped now; the name has done its job
-            t = std::make_unique<ShmTransport>(std::move(ch));
-        }
-    } else if (m.transport == handshake::kOfferRdma && pending_) {
+    // Shared memory is never accepted in band (only the side channel proves that
+    // the peer holds this very connection): an in-band shm ACCEPT is refused.
+    if (m.transport == handshake::kOfferRdma && pending_) {
         if (rdma_setup::complete(config_, *pending_, m.rdma, err)) t = std::move(pending_);
     } else {
         err = "the server accepted a transport we did not offer";
@@ -193,15 +187,10 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
         // Shared memory is never negotiated in band any more: only the side channel
         // proves that the peer holds this very connection (shm_rendezvous.hpp). An
         // in-band shm offer is declined like any transport we do not have.
-        const bool want_shm = false;
         const bool want_rdma = (m.offers & handshake::kOfferRdma) && config_.transport != TransportChoice::shm;
-        auto shm_refusal = handshake::Reason::none;
-        if (m.uid != static_cast<uint32_t>(geteuid())) shm_refusal = handshake::Reason::other_user;
-        else if (m.boot_id != handshake::local_boot_id()) shm_refusal = handshake::Reason::other_host;
-        reply.reason = want_shm ? shm_refusal : handshake::Reason::no_transport;
+        reply.reason = handshake::Reason::no_transport;
         if (config_.fault == "server-setup") reply.reason = handshake::Reason::setup_failed;
-        else if (want_shm && shm_refusal == handshake::Reason::none) accept_shm(m, reply);
-        if (reply.type != handshake::Type::accept && want_rdma && config_.fault != "server-setup") accept_rdma(m, reply);
+        else if (want_rdma) accept_rdma(m, reply);
     }
     if (!send_message(reply)) {
         become_failed("could not send the reply to HELLO");
@@ -210,22 +199,6 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
     if (reply.type == handshake::Type::decline) become_plain(handshake::to_string(reply.reason));
     else phase_.store(Phase::accepted, std::memory_order_release);
     return true;
-}
-
-void Connection::accept_shm(const handshake::Message& hello, handshake::Message& reply) {
-    uint64_t ring = ring::valid_capacity(hello.ring_bytes) ? std::min(hello.ring_bytes, config_.ring_bytes) : config_.ring_bytes;
-    std::string err;
-    auto ch = ShmChannel::create(ring, err);
-    if (!ch) {
-        RS_LOG(warn, "fd %d: cannot create a shared-memory segment: %s", fd_, err.c_str());
-        reply.reason = handshake::Reason::setup_failed;
-        return;
-    }
-    reply.type = handshake::Type::accept;
-    reply.transport = handshake::kOfferShm;
-    reply.ring_bytes = ring;
-    reply.name = ch->name();
-    pending_ = std::make_unique<ShmTransport>(std::move(ch));
 }
 
 void Connection::accept_rdma(const handshake::Message& hello, handshake::Message& reply) {

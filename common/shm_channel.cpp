@@ -22,11 +22,6 @@ size_t ring_offset(int side, uint64_t capacity) { return 3 * kPage + side * capa
 
 size_t ShmChannel::segment_size(uint64_t ring_capacity) { return 3 * kPage + 2 * ring_capacity; }
 
-ShmChannel::ShmChannel(ShmSegment segment, int side, uint64_t capacity)
-    : segment_(std::move(segment)), side_(side) {
-    map_rings(static_cast<uint8_t*>(segment_.data()), capacity);
-}
-
 ShmChannel::ShmChannel(MemfdSegment segment, int side, uint64_t capacity)
     : memfd_(std::move(segment)), side_(side) {
     map_rings(static_cast<uint8_t*>(memfd_.data()), capacity);
@@ -56,23 +51,6 @@ bool ShmChannel::check_segment(const uint8_t* base, uint64_t capacity, std::stri
         h->version != kLayoutVersion || h->ring_capacity != capacity)
         return err = "segment header does not match the handshake", false;
     return true;
-}
-
-std::unique_ptr<ShmChannel> ShmChannel::create(uint64_t ring_capacity, std::string& err) {
-    if (!ring::valid_capacity(ring_capacity)) return err = "invalid ring capacity", nullptr;
-    ShmSegment seg;
-    if (!seg.create(segment_size(ring_capacity), err)) return nullptr;
-    init_segment(static_cast<uint8_t*>(seg.data()), ring_capacity);
-    return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 0, ring_capacity));
-}
-
-std::unique_ptr<ShmChannel> ShmChannel::attach(const std::string& name, uint64_t ring_capacity,
-                                               std::string& err) {
-    if (!ring::valid_capacity(ring_capacity)) return err = "invalid ring capacity", nullptr;
-    ShmSegment seg;
-    if (!seg.open(name, segment_size(ring_capacity), err)) return nullptr;
-    if (!check_segment(static_cast<uint8_t*>(seg.data()), ring_capacity, err)) return nullptr;
-    return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 1, ring_capacity));
 }
 
 std::unique_ptr<ShmChannel> ShmChannel::create_sealed(uint64_t ring_capacity, std::string& err) {

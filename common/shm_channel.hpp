@@ -15,7 +15,6 @@
 #include "ring_reader.hpp"
 #include "ring_writer.hpp"
 #include "memfd_segment.hpp"
-#include "shm_segment.hpp"
 
 namespace rdmasock {
 
@@ -34,13 +33,9 @@ struct RingControl {
 
 class ShmChannel {
 public:
-    // Side 0: creates the segment. Its name goes to the peer in the handshake.
-    static std::unique_ptr<ShmChannel> create(uint64_t ring_capacity, std::string& err);
-    // Side 1: maps the segment named by the peer and validates its header.
-    static std::unique_ptr<ShmChannel> attach(const std::string& name, uint64_t ring_capacity, std::string& err);
-    // The same over a sealed, fully backed memfd (the side-channel path): side 0
-    // creates it (memfd_fd() is what to pass to the peer), side 1 maps the fd it
-    // received (taking ownership of it).
+    // A sealed, fully backed memfd (memfd_segment.hpp): side 0 creates it
+    // (memfd_fd() is what to pass to the peer over the side channel), side 1
+    // maps the fd it received (taking ownership of it) and validates its header.
     static std::unique_ptr<ShmChannel> create_sealed(uint64_t ring_capacity, std::string& err);
     static std::unique_ptr<ShmChannel> attach_sealed(int fd, uint64_t ring_capacity, std::string& err);
     int memfd_fd() const { return memfd_.fd(); }
@@ -49,8 +44,6 @@ public:
     ShmChannel(const ShmChannel&) = delete;
     ShmChannel& operator=(const ShmChannel&) = delete;
 
-    const std::string& name() const { return segment_.name(); }
-    void unlink() { segment_.unlink(); }
     int side() const { return side_; }
 
     ring::RingWriter& writer() { return *writer_; }
@@ -61,7 +54,6 @@ public:
     static size_t segment_size(uint64_t ring_capacity);
 
 private:
-    ShmChannel(ShmSegment segment, int side, uint64_t capacity);
     ShmChannel(MemfdSegment segment, int side, uint64_t capacity);
     void map_rings(uint8_t* base, uint64_t capacity);
     static void init_segment(uint8_t* base, uint64_t capacity);
@@ -80,8 +72,7 @@ private:
         }
     };
 
-    ShmSegment segment_;  // named segment (in-band path), or
-    MemfdSegment memfd_;  // sealed memfd (side-channel path)
+    MemfdSegment memfd_;
     int side_;
     RingControl* tx_control_;
     RingControl* rx_control_;

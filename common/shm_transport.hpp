@@ -14,9 +14,9 @@ namespace rdmasock {
 
 class ShmTransport final : public Transport {
 public:
-    explicit ShmTransport(std::unique_ptr<ShmChannel> channel) : ch_(std::move(channel)) {}
-    // Side-channel path: `mine` is the eventfd this side sleeps on, `peers` the
-    // one the peer sleeps on. Takes ownership of both.
+    // `mine` is the eventfd this side sleeps on, `peers` the one the peer
+    // sleeps on (both came with the rings over the side channel). Takes
+    // ownership of both.
     ShmTransport(std::unique_ptr<ShmChannel> channel, int mine, int peers)
         : ch_(std::move(channel)), wake_(mine), peer_wake_(peers) {}
     ~ShmTransport() override {
@@ -60,8 +60,6 @@ public:
         auto& f = ch_->rx_control().writer_waiting;
         return f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_acq_rel);
     }
-    // Both sides have it mapped now: the name has done its job.
-    void on_peer_ready() override { ch_->unlink(); }
     ShmChannel& channel() { return *ch_; }
 
 private:

@@ -193,9 +193,10 @@ private:
         ReadyRef(const F& f) : fn([](const void* c) { return (*static_cast<const F*>(c))(); }), ctx(&f) {}
         bool operator()() const { return fn(ctx); }
     };
-    // Blocks (wait_engine.hpp) until `ready()` or the deadline; signals restart
-    // the wait, as with SA_RESTART.
-    enum class Wait { ready, timeout };
+    // Blocks (wait_engine.hpp) until `ready()` or the deadline; a signal ends
+    // it (interrupted) unless the kernel would restart the call
+    // (signal_restart.hpp).
+    enum class Wait { ready, timeout, interrupted };
     Wait wait_for(ReadyRef ready, bool reader, int64_t timeout_us);
     struct Sleeper;  // its wait_engine hooks
     int64_t timeout_for(bool write) const;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "log.hpp"
+#include "signal_restart.hpp"
 #include "wait_engine.hpp"
 
 namespace rdmasock {
@@ -133,8 +134,9 @@ Connection::Wait Connection::wait_for(ReadyRef ready, bool reader, int64_t timeo
         int rc = wait::run(s, timeout_us);
         if (rc > 0) return Wait::ready;
         if (rc == 0) return Wait::timeout;
-        // A signal: the socket call restarts, as with SA_RESTART. Any other
-        // failure of the kernel wait: look again.
+        if (errno == EINTR && !signal_restarts_call(timeout_us > 0)) return Wait::interrupted;
+        // Restarted after a signal (SA_RESTART), or any other failure of the
+        // kernel wait: look again.
     }
 }
 

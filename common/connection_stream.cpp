@@ -58,9 +58,9 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         }
         auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed() || shut_wr_.load(); }, false,
                             timeout_for(true));
-        if (res == Wait::timeout) {
+        if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);
-            errno = EAGAIN;
+            errno = res == Wait::timeout ? EAGAIN : EINTR;
             return -1;
         }
         if (!w.has_space() && reader_gone()) peer_reset_.store(true);  // nobody will ever read
@@ -115,9 +115,9 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             }
             if (shut_rd_.load()) return static_cast<ssize_t>(total);
             auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load(); }, true, timeout_for(false));
-            if (res == Wait::timeout) {
+            if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
-                errno = EAGAIN;
+                errno = res == Wait::timeout ? EAGAIN : EINTR;
                 return -1;
             }
             continue;
@@ -181,9 +181,9 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         if (shut_rd_.load()) return static_cast<ssize_t>(total);  // shutdown(SHUT_RD) from another thread
         auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed() || shut_rd_.load(); },
                             true, timeout_for(false));
-        if (res == Wait::timeout) {
+        if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);
-            errno = EAGAIN;
+            errno = res == Wait::timeout ? EAGAIN : EINTR;
             return -1;
         }
     }

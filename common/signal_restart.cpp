@@ -1,0 +1,20 @@
+#include "signal_restart.hpp"
+
+#include <signal.h>
+
+namespace rdmasock {
+
+bool signal_restarts_call(bool socket_has_timeout) {
+    if (socket_has_timeout) return false;
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig == SIGKILL || sig == SIGSTOP) continue;
+        struct sigaction sa{};
+        if (sigaction(sig, nullptr, &sa) != 0) continue;  // glibc's own signals: not ours to ask
+        const bool handler = (sa.sa_flags & SA_SIGINFO) ? sa.sa_sigaction != nullptr
+                                                        : sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
+        if (handler && !(sa.sa_flags & SA_RESTART)) return false;
+    }
+    return true;
+}
+
+}  // namespace rdmasock

@@ -229,6 +229,7 @@ private:
     void drain_locked();
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
+    std::atomic<bool> rst_pending_{false};  // an ECONNRESET owed to the next failing send
     std::atomic<bool> peer_fin_{false};  // side channel: the peer's FIN seen while its bytes still come over TCP
     // A FIN while the peer's bytes still come over TCP may be a half-close: its
     // reader then goes on. Only when its socket is gone (sock_diag; looked up at

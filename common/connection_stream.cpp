@@ -29,6 +29,9 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd_, shut_wr_.load(), peer_reset_.load(),
                    peer_closed_.load(), ring::to_string(w.status()));
             errno = shut_wr_ || peer_reset_.load() ? EPIPE : ECONNRESET;
+            // The peer went away with our bytes unread: TCP's RST, reported once
+            // as ECONNRESET (without SIGPIPE), EPIPE after that.
+            if (errno == EPIPE && !shut_wr_ && rst_pending_.exchange(false)) errno = ECONNRESET;
             if (errno == EPIPE) raise_sigpipe(flags);
             return -1;
         }
@@ -48,7 +51,8 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         if (want == 0) return 0;
         send_full_.fetch_add(1, std::memory_order_relaxed);
         if (!w.has_space() && reader_gone()) {
-            peer_reset_.store(true);  // a full ring nobody will ever read: EPIPE, as TCP's RST would
+            // A full ring nobody will ever read: the RST TCP would have seen.
+            if (!peer_reset_.exchange(true)) rst_pending_.store(true);
             continue;
         }
         if (nb) {
@@ -63,7 +67,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             errno = res == Wait::timeout ? EAGAIN : EINTR;
             return -1;
         }
-        if (!w.has_space() && reader_gone()) peer_reset_.store(true);  // nobody will ever read
+        if (!w.has_space() && reader_gone() && !peer_reset_.exchange(true)) rst_pending_.store(true);  // nobody will ever read
     }
 }
 

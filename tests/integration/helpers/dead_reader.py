@@ -1,0 +1,87 @@
+"""A reader killed while its receive buffer is full: its writer learns it as
+on TCP. Cases: a nonblocking writer in a select loop, a blocking writer, an
+asyncio writer. Prints the errors each sees; run over plain TCP and under the
+shim, the transcripts must be equal. Every connection makes two round trips
+first, so that under the shim the writer fills a ring.
+"""
+import asyncio, errno, os, select, signal, socket, time
+
+def reader_process():
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+    port = l.getsockname()[1]
+    pid = os.fork()
+    if pid == 0:
+        s, _ = l.accept()
+        for _ in range(2):
+            s.sendall(s.recv(64, socket.MSG_WAITALL))
+        time.sleep(120)  # never reads again
+        os._exit(0)
+    l.close()
+    return pid, port
+
+def connect(port):
+    c = socket.create_connection(("127.0.0.1", port))
+    for _ in range(2):
+        c.sendall(b"p" * 64); c.recv(64, socket.MSG_WAITALL)
+    return c
+
+def err(e):
+    return errno.errorcode.get(e.errno, str(e.errno))
+
+def kill(pid):
+    os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
+
+# 1. nonblocking writer: fill, kill the reader, then select + send until two errors
+pid, port = reader_process()
+c = connect(port); c.setblocking(False)
+while True:
+    try: c.send(b"w" * 65536)
+    except BlockingIOError: break
+kill(pid)
+errors = []
+for _ in range(200):
+    select.select([], [c], [], 30)
+    try: c.send(b"w" * 65536)
+    except BlockingIOError: continue
+    except OSError as e:
+        errors.append(err(e))
+        if len(errors) == 2: break
+print("nonblocking writer:", errors)
+c.close()
+
+# 2. blocking writer: sendall until it fails (the reader dies while it is blocked)
+pid, port = reader_process()
+c = connect(port)
+signal.signal(signal.SIGALRM, lambda s, f: kill(pid))
+signal.setitimer(signal.ITIMER_REAL, 0.5)
+signal.siginterrupt(signal.SIGALRM, False)
+try:
+    while True: c.sendall(b"w" * 65536)
+except OSError as e:
+    first = err(e)
+try:
+    c.sendall(b"w"); second = "ok"
+except OSError as e:
+    second = err(e)
+print("blocking writer:", [first, second])
+c.close()
+signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+# 3. asyncio writer: write + drain until it raises
+async def asyncio_writer():
+    pid, port = reader_process()
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    for _ in range(2):
+        w.write(b"p" * 64); await w.drain(); await r.readexactly(64)
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.5, kill, pid)
+    try:
+        while True:
+            w.write(b"w" * 65536)
+            await asyncio.wait_for(w.drain(), 30)
+    except (OSError, asyncio.TimeoutError) as e:
+        what = type(e).__name__
+    w.close()
+    return what
+print("asyncio writer:", asyncio.run(asyncio_writer()))
+print("done")

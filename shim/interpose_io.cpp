@@ -58,7 +58,7 @@ ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, so
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
     Call h;
     if (active(fd, h)) {
-        ssize_t r = conn_recv(*h.s, msg->msg_iov, msg->msg_iovlen, flags);
+        ssize_t r = conn_recv(*h.s, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
         if (r >= 0) {
             msg->msg_controllen = 0;
             msg->msg_flags = 0;
@@ -94,7 +94,7 @@ ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* add
 
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
     Call h;
-    if (active(fd, h)) return conn_send(*h.s, msg->msg_iov, msg->msg_iovlen, flags);
+    if (active(fd, h)) return conn_send(*h.s, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
     return count(fd, calls().sendmsg(fd, msg, flags), true);
 }
 

@@ -42,13 +42,13 @@ ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
 
 }  // namespace
 
-ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags) {
-    if (!iov_count_ok(cnt)) return errno = EINVAL, -1;
+ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
+    if (!iov_count_ok(cnt)) return errno = too_many, -1;
     return settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags);
 }
 
-ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags) {
-    if (!iov_count_ok(cnt)) return errno = EINVAL, -1;
+ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
+    if (!iov_count_ok(cnt)) return errno = too_many, -1;
     return settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true);
 }
 

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <cerrno>
 #include <memory>
 
 #include "shim_state.hpp"
@@ -30,9 +31,10 @@ Connection* active(int fd, Call& call);
 // Counts bytes of a tracked socket that stayed on TCP, for the statistics line.
 ssize_t count(int fd, ssize_t n, bool tx);
 
-// Through the connection. More than IOV_MAX iovecs is EINVAL, as in the kernel.
-ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags);
-ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags);
+// Through the connection. More than IOV_MAX iovecs fails as in the kernel:
+// EINVAL for readv/writev, EMSGSIZE for the msghdr calls (`too_many`).
+ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
+ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
 ssize_t recv_one(Socket& s, void* buf, size_t n, int flags);
 ssize_t send_one(Socket& s, const void* buf, size_t n, int flags);
 

@@ -4,6 +4,8 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <signal.h>
 #include <unistd.h>
@@ -60,8 +62,53 @@ Connection::Connection(int fd, Role role, bool nonblocking, const Config& config
     if (role == Role::client) phase_.store(Phase::plain);
 }
 
-Connection::~Connection() = default;
+Connection::~Connection() {
+    if (own_fd_) retire_fd();
+}
 
+bool Connection::abortive_close() const {
+    linger l{};
+    socklen_t len = sizeof l;
+    int saved = errno;
+    bool abort = ::getsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
+    errno = saved;
+    return abort;
+}
+
+// The application is about to close the fd number we use while the connection
+// lives on (a dup'd fd, or another thread still inside a call): take our own
+// reference to the socket, as the kernel's file reference keeps a call in
+// progress on its socket, so nothing of ours ever lands on a reused number.
+// High numbers, so the application's next open still gets the number it expects.
+bool Connection::keep_own_fd() {
+    std::lock_guard<std::mutex> lk(fd_mu_);
+    if (own_fd_) return true;
+    int saved = errno;
+    rlimit rl{};
+    int base = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 && rl.rlim_cur < (1u << 20)
+                   ? static_cast<int>(rl.rlim_cur * 3 / 4) : 0;
+    int d = static_cast<int>(syscall(SYS_fcntl, fd_, F_DUPFD_CLOEXEC, base));
+    if (d < 0 && base > 0) d = static_cast<int>(syscall(SYS_fcntl, fd_, F_DUPFD_CLOEXEC, 0));
+    errno = saved;
+    if (d < 0) return false;
+    const int app_fd = fd_;
+    if (app_fd < 0) return syscall(SYS_close, d), false;  // retired meanwhile
+    __atomic_store_n(&fd_, d, __ATOMIC_RELEASE);  // threads inside a call read it on their next syscall
+    own_fd_ = true;
+    RS_LOG(debug, "fd %d: the connection now holds its own fd %d", app_fd, d);
+    return true;
+}
+
+void Connection::retire_fd() {
+    std::lock_guard<std::mutex> lk(fd_mu_);
+    if (own_fd_) {
+        int saved = errno;
+        syscall(SYS_close, fd_);  // not close(): the shim's close would look it up
+        errno = saved;
+        own_fd_ = false;
+    }
+    __atomic_store_n(&fd_, -1, __ATOMIC_RELEASE);  // EBADF, never someone else's socket
+}
 void Connection::set_offer(uint32_t offers) {
     offers_ = offers;
     phase_.store(offers ? Phase::undecided : Phase::plain, std::memory_order_release);
@@ -299,7 +346,9 @@ void Connection::close_last_reference() {
         auto r = peek_message(&eof, &empty);
         if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);
     }
-    if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_) {
+    // SO_LINGER {1, 0}: no end-of-stream record; the kernel's RST at the close
+    // tells the peer, which then reports ECONNRESET as TCP would.
+    if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close()) {
         std::lock_guard<std::mutex> lk(write_mu_);
         switch_tx_locked();
         // Best effort: if the ring is full the kernel's FIN still ends the stream.

@@ -75,7 +75,7 @@ public:
     // The eventfd this side sleeps on besides the TCP socket (-1: none).
     int wake_fd() const;
     Role role() const { return role_; }
-    int fd() const { return fd_; }
+    int fd() const { return __atomic_load_n(&fd_, __ATOMIC_ACQUIRE); }
     void set_fd(int fd) { fd_ = fd; }
     void set_nonblocking(bool on) { nonblocking_.store(on, std::memory_order_relaxed); }
     bool nonblocking() const { return nonblocking_.load(std::memory_order_relaxed); }
@@ -131,6 +131,16 @@ public:
     // not its peer's: an epoll set that keeps idle connections armed and
     // unscanned then looks at all of them again.
     static uint64_t local_epoch() { return local_epoch_.load(std::memory_order_acquire); }
+    // fd identity: when the application closes the number this connection uses
+    // while it lives on, it switches to a private dup. False when no fd was left.
+    bool keep_own_fd();
+    // The socket's last fd is closed and no call is in progress: close the
+    // private dup, if any, and use no fd number from now on (calls get EBADF).
+    void retire_fd();
+    bool holds_own_fd() const { return own_fd_; }
+    // SO_LINGER {1, 0} is set: the close must reset, not end, the stream.
+    bool abortive_close() const;
+
     // shutdown(2) and the last close(2) of this connection.
     int shutdown(int how);
     void close_last_reference();
@@ -202,6 +212,8 @@ private:
     int64_t timeout_for(bool write) const;
 
     int fd_;
+    std::mutex fd_mu_;
+    bool own_fd_ = false;  // fd_ is our private dup (keep_own_fd)
     const Role role_;
     std::atomic<bool> nonblocking_;
     const Config& config_;

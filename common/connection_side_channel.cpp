@@ -214,6 +214,10 @@ void Connection::drain_side_channel_locked() {
         RS_LOG(error, "fd %d: bytes on the TCP stream after the switch to the ring (written around the shim); resetting", fd_);
         peer_reset_.store(true);
         peer_closed_.store(true);
+    } else if (errno == ECONNRESET) {
+        // The peer's RST (SO_LINGER 0, or unread data at its close): ECONNRESET
+        // for our reader, not EOF, as TCP reports it.
+        peer_reset_.store(true);
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         peer_reset_.store(true);
         peer_closed_.store(true);

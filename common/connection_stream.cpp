@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "iov_check.hpp"
 #include "log.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
@@ -16,6 +17,10 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     std::lock_guard<std::mutex> lk(write_mu_);
     if (!owned_by_this_process()) {
         errno = EIO;  // documented: an upgraded connection belongs to the process that upgraded it
+        return -1;
+    }
+    if (!user_iov_ok(iov, iovcnt)) {
+        errno = EFAULT;  // TCP copies first and fails; the ring would crash in memcpy
         return -1;
     }
     switch_tx_locked();
@@ -71,6 +76,16 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     }
 }
 
+namespace {
+// MSG_PEEK|MSG_TRUNC: how many bytes a read would take, nothing copied.
+ring::IoResult peek_count(ring::RingReader& rd, size_t len) {
+    ring::IoResult r;
+    r.bytes = std::min(len, rd.readable_bytes());
+    r.status = r.bytes > 0 ? ring::RingStatus::ok : rd.poll();
+    return r;
+}
+}  // namespace
+
 ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     std::lock_guard<std::mutex> lk(read_mu_);
     if (!owned_by_this_process()) {
@@ -79,6 +94,11 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     }
     if (shut_rd_) return 0;
     const bool peek = flags & MSG_PEEK;
+    const bool fault = !(flags & MSG_TRUNC) && !user_iov_ok(iov, iovcnt);
+    if ((flags & MSG_OOB) && !rx_on_tcp()) {
+        errno = EINVAL;  // TCP with no urgent mark pending; the ring never carries one
+        return -1;
+    }
     const bool waitall = (flags & MSG_WAITALL) && !peek;
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const size_t want = iov_total(iov, iovcnt);
@@ -126,8 +146,15 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             }
             continue;
         }
+        // TCP fails a copy into a bad buffer only when there is something to copy,
+        // and leaves the bytes queued; MSG_TRUNC discards without copying.
+        if (fault && rd.poll() == ring::RingStatus::ok) {
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EFAULT;
+            return -1;
+        }
         IovCursor cur(iov, iovcnt, total);
-        auto r = rd.readv(cur.v, cur.n, !peek);
+        auto r = !(flags & MSG_TRUNC) ? rd.readv(cur.v, cur.n, !peek) : peek ? peek_count(rd, want - total) : rd.skip(want - total);
         if (r.bytes > 0) {
             total += r.bytes;
             if (!peek) {

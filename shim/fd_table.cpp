@@ -58,6 +58,21 @@ std::shared_ptr<Socket> FdTable::take(int fd) {
     return std::move(s->sock);
 }
 
+std::vector<int> FdTable::present_in(unsigned first, unsigned last) const {
+    std::vector<int> fds;
+    if (last >= static_cast<unsigned>(kMaxFd)) last = kMaxFd - 1;
+    for (unsigned fd = first; fd <= last;) {
+        const Slot* chunk = chunks_[fd / kChunk].load(std::memory_order_acquire);
+        if (!chunk) {  // a chunk never created holds nothing
+            fd = (fd / kChunk + 1) * kChunk;
+            continue;
+        }
+        if (chunk[fd % kChunk].present.load(std::memory_order_relaxed)) fds.push_back(static_cast<int>(fd));
+        ++fd;
+    }
+    return fds;
+}
+
 FdTable& fd_table() {
     static FdTable* t = new FdTable();  // never destroyed: interposers run during exit
     return *t;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "connection.hpp"
 #include "stat_slot.hpp"
@@ -20,6 +21,30 @@ struct Socket {
     std::atomic<int> fd_refs{1};
     std::atomic<uint64_t> plain_tx{0}, plain_rx{0};  // bytes counted for statistics
     shim::StatSlotRef stat;            // its line in `rdmasock stat`
+
+    // Calls in progress (x2) and bit 0 = the last fd closed. The connection
+    // lets go of its fd (Connection::retire_fd) when both say so, as the kernel
+    // releases a socket file after its last fd and last call in progress.
+    std::atomic<uint32_t> calls{0};
+    bool enter() {
+        if (!(calls.fetch_add(2, std::memory_order_acquire) & 1)) return true;
+        leave();  // closed already: the caller takes the real call (EBADF)
+        return false;
+    }
+    void leave() {
+        if (calls.fetch_sub(2, std::memory_order_acq_rel) == 3 && conn) conn->retire_fd();
+    }
+    // At the last close, before the kernel's: a call still in progress in another
+    // thread moves to a private fd that lives until that call returns.
+    void last_fd_closing() {
+        if ((calls.fetch_or(1, std::memory_order_acq_rel) >> 1) == 0) {
+            if (conn) conn->retire_fd();
+            return;
+        }
+        if (!conn) return;
+        conn->keep_own_fd();
+        if (calls.load(std::memory_order_acquire) == 1) conn->retire_fd();  // it left meanwhile
+    }
 };
 
 class FdTable {
@@ -31,6 +56,8 @@ public:
     bool contains(int fd) const;
     void put(int fd, std::shared_ptr<Socket> s);
     std::shared_ptr<Socket> take(int fd);  // remove and return
+    // The tracked fds in [first, last], ascending (close_range, closefrom).
+    std::vector<int> present_in(unsigned first, unsigned last) const;
 
 private:
     struct Slot {

@@ -13,6 +13,7 @@
 #include "offer_policy.hpp"
 #include "real_calls.hpp"
 #include "epoll_sets.hpp"
+#include "fd_life.hpp"
 #include "registry.hpp"
 #include "shim_state.hpp"
 #include "stat_hooks.hpp"
@@ -29,20 +30,6 @@ bool is_tcp(int domain, int type, int protocol) {
 
 std::shared_ptr<Connection> new_connection(int fd, Role role, bool nonblocking) {
     return std::make_shared<Connection>(fd, role, nonblocking, shim::config(), real::socket_ops());
-}
-
-// A dup'ed fd shares the socket; an fd number being replaced loses its reference.
-void forget_fd(int fd) {
-    if (auto s = fd_table().take(fd)) shim::release_socket(s);
-}
-
-int track_dup(int oldfd, int newfd) {
-    if (newfd < 0) return newfd;
-    if (auto s = fd_table().get(oldfd)) {
-        s->fd_refs.fetch_add(1);
-        fd_table().put(newfd, s);
-    }
-    return newfd;
 }
 
 }  // namespace
@@ -159,16 +146,6 @@ int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
     return accepted(fd, calls().accept4(fd, addr, len, flags), flags);
 }
 
-int close(int fd) {
-    // As in the kernel, epoll registrations last until the socket's last fd closes.
-    bool last_ref = false;
-    if (fd_table().contains(fd))
-        if (auto s = fd_table().get(fd)) last_ref = s->fd_refs.load() == 1;
-    if (fd_table().contains(fd)) forget_fd(fd);
-    shim::epoll_forget(fd, last_ref);
-    return calls().close(fd);
-}
-
 int shutdown(int fd, int how) {
     auto s = fd_table().get(fd);
     if (s && s->conn && !s->conn->is_plain()) {
@@ -179,18 +156,6 @@ int shutdown(int fd, int how) {
     return calls().shutdown(fd, how);
 }
 
-int dup(int fd) { return track_dup(fd, calls().dup(fd)); }
-
-int dup2(int oldfd, int newfd) {
-    if (oldfd != newfd && fd_table().contains(newfd)) forget_fd(newfd);
-    return track_dup(oldfd, calls().dup2(oldfd, newfd));
-}
-
-int dup3(int oldfd, int newfd, int flags) {
-    if (oldfd != newfd && fd_table().contains(newfd)) forget_fd(newfd);
-    return track_dup(oldfd, calls().dup3(oldfd, newfd, flags));
-}
-
 int fcntl(int fd, int cmd, ...) {
     va_list ap;
     va_start(ap, cmd);
@@ -198,7 +163,7 @@ int fcntl(int fd, int cmd, ...) {
     va_end(ap);
     int r = calls().fcntl(fd, cmd, arg);
     if (r < 0 || !fd_table().contains(fd)) return r;
-    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return track_dup(fd, r);
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return shim::track_dup(fd, r);
     if (cmd == F_SETFL) {
         if (auto s = fd_table().get(fd)) {
             bool nb = reinterpret_cast<intptr_t>(arg) & O_NONBLOCK;

@@ -40,6 +40,11 @@ void resolve_all() {
     resolve(c.sendto, "sendto");
     resolve(c.sendmsg, "sendmsg");
     resolve(c.sendfile, "sendfile");
+    resolve(c.sendmmsg, "sendmmsg");
+    resolve(c.recvmmsg, "recvmmsg");
+    resolve(c.close_range, "close_range");
+    resolve(c.closefrom, "closefrom");
+    resolve(c.fclose, "fclose");
     resolve(c.fcntl, "fcntl");
     resolve(c.ioctl, "ioctl");
     resolve(c.dup, "dup");

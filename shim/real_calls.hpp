@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <cstdio>
+
 #include "connection.hpp"
 
 namespace rdmasock::real {
@@ -31,6 +33,11 @@ struct Calls {
     ssize_t (*sendto)(int, const void*, size_t, int, const sockaddr*, socklen_t);
     ssize_t (*sendmsg)(int, const msghdr*, int);
     ssize_t (*sendfile)(int, int, off_t*, size_t);
+    int (*sendmmsg)(int, mmsghdr*, unsigned, int);
+    int (*recvmmsg)(int, mmsghdr*, unsigned, int, timespec*);
+    int (*close_range)(unsigned, unsigned, int);
+    void (*closefrom)(int);
+    int (*fclose)(FILE*);
     int (*fcntl)(int, int, ...);
     int (*ioctl)(int, unsigned long, ...);
     int (*dup)(int);

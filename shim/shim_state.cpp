@@ -65,6 +65,9 @@ void release_socket(const std::shared_ptr<Socket>& s) {
         s->conn->close_last_reference();
         print_stats(*s);
     }
+    s->last_fd_closing();
 }
+
+bool in_vfork_child() { return static_cast<int>(getpid()) != current_pid(); }
 
 }  // namespace rdmasock::shim

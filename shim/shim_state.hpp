@@ -13,5 +13,11 @@ const Config& config();
 // prints the statistics line.
 void release_socket(const std::shared_ptr<Socket>& s);
 void print_stats(const Socket& s);
+// A vfork child (or a posix_spawn/clone child sharing our memory) runs in the
+// parent's memory until it execs: it must not change the shim's tables. Only
+// fork() refreshes the cached pid (pthread_atfork), so a pid that differs from
+// the cache is such a child. Costs a getpid() syscall: only for calls that
+// would change the fd table.
+bool in_vfork_child();
 
 }  // namespace rdmasock::shim

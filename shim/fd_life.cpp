@@ -1,0 +1,45 @@
+#include "fd_life.hpp"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "epoll_sets.hpp"
+#include "shim_state.hpp"
+
+namespace rdmasock::shim {
+
+void forget_fd(int fd) {
+    bool last = false;
+    if (auto s = fd_table().take(fd)) {
+        last = s->fd_refs.load() == 1;
+        // The connection lives on through another fd: it must not keep using this
+        // number, which the kernel may hand to the next open.
+        if (!last && s->conn && s->conn->fd() == fd) s->conn->keep_own_fd();
+        release_socket(s);
+    }
+    // As in the kernel, epoll registrations last until the socket's last fd closes.
+    epoll_forget(fd, last);
+}
+
+int track_dup(int oldfd, int newfd) {
+    if (newfd < 0 || oldfd == newfd || in_vfork_child()) return newfd;
+    if (fd_table().contains(newfd)) forget_fd(newfd);  // a stale entry: the kernel says the number was free
+    if (auto s = fd_table().get(oldfd)) {
+        s->fd_refs.fetch_add(1);
+        fd_table().put(newfd, s);
+    }
+    return newfd;
+}
+
+void before_replace(int oldfd, int newfd) {
+    if (oldfd == newfd || !fd_table().contains(newfd) || in_vfork_child()) return;
+    int saved = errno;
+    const bool old_open = syscall(SYS_fcntl, oldfd, F_GETFD) >= 0;
+    errno = saved;
+    if (old_open) forget_fd(newfd);
+}
+
+}  // namespace rdmasock::shim

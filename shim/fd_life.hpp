@@ -1,0 +1,17 @@
+// Keeps the fd table exact when fds are closed, duplicated or replaced: every
+// fd of one socket shares one Socket, the last close ends its stream, and a
+// number that stops naming the socket stops being used by the shim at once.
+#pragma once
+
+namespace rdmasock::shim {
+
+// `fd` is about to stop naming its socket (close, dup2 over it, close_range,
+// fclose): drop its entry before the kernel frees the number. Safe for any fd.
+void forget_fd(int fd);
+// `newfd` (a dup of `oldfd`, or a failure < 0) now names oldfd's socket too.
+int track_dup(int oldfd, int newfd);
+// dup2/dup3 over a tracked `newfd`: forget it first, unless the call will fail
+// anyway (oldfd not open), which must leave newfd as it is.
+void before_replace(int oldfd, int newfd);
+
+}  // namespace rdmasock::shim

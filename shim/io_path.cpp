@@ -1,0 +1,65 @@
+#include "io_path.hpp"
+
+#include <cerrno>
+
+#include "iov_check.hpp"
+#include "stat_hooks.hpp"
+
+namespace rdmasock::shim {
+
+Connection* active(int fd, Call& call) {
+    if (!fd_table().contains(fd)) return nullptr;
+    auto s = fd_table().get(fd);
+    if (!s || !s->conn || s->conn->is_plain() || !s->enter()) return nullptr;
+    call.s = std::move(s);
+    return call.s->conn.get();
+}
+
+ssize_t count(int fd, ssize_t n, bool tx) {
+    if (n > 0 && fd_table().contains(fd))
+        if (auto s = fd_table().get(fd)) {
+            if (config().stats) (tx ? s->plain_tx : s->plain_rx).fetch_add(static_cast<uint64_t>(n));
+            stat_bytes(*s, n, tx);
+        }
+    return n;
+}
+
+namespace {
+
+// The call that settles a handshake into TCP (and every send while a HELLO is
+// being stripped) goes through the Connection, not libc: count it as plain bytes
+// too. The phase only moves forward, so plain/strip_hello after the call means
+// the kernel carried its bytes.
+ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
+    if (!(flags & MSG_PEEK)) stat_bytes(s, n, tx);
+    // (The side-channel path counts its TCP bytes itself.)
+    if (n > 0 && config().stats && !s.conn->side_channel_tried()) {
+        Phase ph = s.conn->phase();
+        if (ph == Phase::plain || ph == Phase::strip_hello) (tx ? s.plain_tx : s.plain_rx).fetch_add(static_cast<uint64_t>(n));
+    }
+    return n;
+}
+
+}  // namespace
+
+ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
+    if (!iov_count_ok(cnt)) return errno = too_many, -1;
+    return settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags);
+}
+
+ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
+    if (!iov_count_ok(cnt)) return errno = too_many, -1;
+    return settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true);
+}
+
+ssize_t recv_one(Socket& s, void* buf, size_t n, int flags) {
+    iovec v{buf, n};
+    return conn_recv(s, &v, 1, flags);
+}
+
+ssize_t send_one(Socket& s, const void* buf, size_t n, int flags) {
+    iovec v{const_cast<void*>(buf), n};
+    return conn_send(s, &v, 1, flags);
+}
+
+}  // namespace rdmasock::shim

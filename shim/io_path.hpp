@@ -1,0 +1,41 @@
+// The path every data interposer takes for a tracked socket: find its
+// connection (holding it for the whole call), check the arguments the kernel
+// would check, call the connection, count the bytes for the statistics.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "shim_state.hpp"
+
+namespace rdmasock::shim {
+
+// Holds the socket for the length of one call: a close() from another thread
+// meanwhile never lets this call reach a reused fd number (Socket::calls).
+struct Call {
+    std::shared_ptr<Socket> s;
+    Call() = default;
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+    ~Call() {
+        if (s) s->leave();
+    }
+};
+
+// The connection of an fd whose bytes the shim carries, or null (the kernel's).
+Connection* active(int fd, Call& call);
+
+// Counts bytes of a tracked socket that stayed on TCP, for the statistics line.
+ssize_t count(int fd, ssize_t n, bool tx);
+
+// Through the connection. More than IOV_MAX iovecs fails as in the kernel:
+// EINVAL for readv/writev, EMSGSIZE for the msghdr calls (`too_many`).
+ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
+ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
+ssize_t recv_one(Socket& s, void* buf, size_t n, int flags);
+ssize_t send_one(Socket& s, const void* buf, size_t n, int flags);
+
+}  // namespace rdmasock::shim

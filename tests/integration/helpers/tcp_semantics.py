@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""Calls that must behave exactly as on TCP, and fd games that must keep connection identity
+(issue #13, items 1, 3 and 5). Run over plain TCP and with the shim preloaded, the transcripts must
+be identical (tests/integration/tcp_semantics.sh).
+
+Usage: tcp_semantics.py PORT NONCE FILE [CASE...]   (default: every case)
+Both ends live in this process (both shimmed when it is preloaded). Every connection first proves
+it reached our own listener (the server sends NONCE) and makes three round trips, after which a
+same-host connection is on shared memory (the shell script checks the statistics lines).
+FILE is a small file whose content shows whether a reused fd number reads the file or the socket.
+"""
+import ctypes
+import errno
+import fcntl
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+PORT, NONCE, FILE = int(sys.argv[1]), sys.argv[2].encode(), sys.argv[3]
+libc = ctypes.CDLL(None, use_errno=True)
+c_void_p, c_size_t, c_int, c_uint = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint
+libc.recv.argtypes = [c_int, c_void_p, c_size_t, c_int]
+libc.recv.restype = ctypes.c_ssize_t
+libc.send.argtypes = [c_int, c_void_p, c_size_t, c_int]
+libc.send.restype = ctypes.c_ssize_t
+libc.fdopen.restype = c_void_p
+libc.fdopen.argtypes = [c_int, ctypes.c_char_p]
+libc.fclose.argtypes = [c_void_p]
+libc.closefrom.argtypes = [c_int]
+libc.closefrom.restype = None
+
+
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", c_void_p), ("len", c_size_t)]
+
+
+class Msghdr(ctypes.Structure):
+    _fields_ = [("name", c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(Iovec)),
+                ("iovlen", c_size_t), ("control", c_void_p), ("controllen", c_size_t), ("flags", c_int)]
+
+
+class Mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", Msghdr), ("len", c_uint)]
+
+
+def out(case, what):
+    print(f"{case:16} {what}", flush=True)
+
+
+def err(rc):
+    return f"{rc} {errno.errorcode.get(ctypes.get_errno(), '')}" if rc < 0 else str(rc)
+
+
+def oserr(f):
+    try:
+        return repr(f())
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def exact(fd, n):
+    got = b""
+    while len(got) < n:
+        b = os.read(fd, n - len(got))
+        if not b:
+            break
+        got += b
+    return got
+
+
+def wait_readable(sock, n):
+    """Until n bytes are queued (MSG_PEEK|MSG_WAITALL): makes what a raw call then sees deterministic."""
+    sock.recv(n, socket.MSG_PEEK | socket.MSG_WAITALL)
+
+
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", PORT))
+ls.listen(16)
+
+
+def pair():
+    c = socket.create_connection(("127.0.0.1", PORT))
+    s, _ = ls.accept()
+    s.sendall(NONCE)
+    if exact(c.fileno(), len(NONCE)) != NONCE:
+        raise SystemExit("EXCEPTION: connected to somebody else's server")
+    for _ in range(3):  # the upgrade happens after the first I/O: then both sides switch
+        c.sendall(b"ping")
+        exact(s.fileno(), 4)
+        s.sendall(b"pong")
+        exact(c.fileno(), 4)
+    return c, s
+
+
+def iovecs(bufs):
+    arr = (Iovec * len(bufs))()
+    for i, b in enumerate(bufs):
+        arr[i].base = ctypes.cast(b, c_void_p)
+        arr[i].len = len(b)
+    return arr
+
+
+def mmsgs(bufs_per_msg):
+    keep, msgs = [], (Mmsghdr * len(bufs_per_msg))()
+    for i, bufs in enumerate(bufs_per_msg):
+        iov = iovecs(bufs)
+        keep.append((bufs, iov))
+        msgs[i].hdr.iov = iov
+        msgs[i].hdr.iovlen = len(bufs)
+    return msgs, keep
+
+
+def sendmmsg_case():
+    c, s = pair()
+    bufs = [[ctypes.create_string_buffer(x, len(x))] for x in (b"aa", b"bbb", b"cccc", b"d")]
+    msgs, keep = mmsgs(bufs)
+    rc = libc.sendmmsg(c.fileno(), msgs, 4, 0)
+    out("sendmmsg", f"rc={err(rc)} lens={[m.len for m in msgs]} peer={exact(s.fileno(), 10)!r}")
+    c.close(), s.close()
+
+
+def recvmmsg_case():
+    c, s = pair()
+    s.sendall(b"0123456789")
+    wait_readable(c, 10)
+    bufs = [[ctypes.create_string_buffer(3)], [ctypes.create_string_buffer(4)]]
+    msgs, keep = mmsgs(bufs)
+    rc = libc.recvmmsg(c.fileno(), msgs, 2, 0, None)
+    got = [bytes(b[0].raw[:m.len]) for b, m in zip(bufs, msgs)]
+    out("recvmmsg", f"rc={err(rc)} lens={[m.len for m in msgs]} got={got}")
+    bufs = [[ctypes.create_string_buffer(8)], [ctypes.create_string_buffer(8)]]
+    msgs, keep = mmsgs(bufs)
+    rc = libc.recvmmsg(c.fileno(), msgs, 2, 0x10000, None)
+    out("recvmmsg", f"waitforone rc={err(rc)} first={bytes(bufs[0][0].raw[:msgs[0].len])!r}")
+    rc = libc.recvmmsg(c.fileno(), msgs, 2, socket.MSG_DONTWAIT, None)
+    out("recvmmsg", f"empty dontwait rc={err(rc)}")
+    s.shutdown(socket.SHUT_WR)
+    rc = libc.recvmmsg(c.fileno(), msgs, 2, 0, None)
+    out("recvmmsg", f"after FIN rc={err(rc)} lens={[m.len for m in msgs]}")
+    c.close(), s.close()
+
+
+def trunc_case():
+    c, s = pair()
+    s.sendall(b"0123456789")
+    wait_readable(c, 10)
+    out("msg_trunc", f"peek rc={err(libc.recv(c.fileno(), None, 4, socket.MSG_TRUNC | socket.MSG_PEEK))}")
+    out("msg_trunc", f"discard rc={err(libc.recv(c.fileno(), None, 4, socket.MSG_TRUNC))}")
+    out("msg_trunc", f"rest={c.recv(100)!r}")
+    c.close(), s.close()
+
+
+def efault_case():
+    c, s = pair()
+    fd = c.fileno()
+    out("efault", f"nothing queued, dontwait rc={err(libc.recv(fd, None, 5, socket.MSG_DONTWAIT))}")
+    s.sendall(b"hello")
+    wait_readable(c, 5)
+    for name, ptr in (("NULL", None), ("1", 1), ("kernel", 0xffff800000001000)):
+        out("efault", f"recv into {name}: rc={err(libc.recv(fd, ptr, 5, 0))}")
+    out("efault", f"bytes still there: {c.recv(5)!r}")
+    out("efault", f"send from NULL: rc={err(libc.send(fd, None, 5, socket.MSG_NOSIGNAL))}")
+    c.sendall(b"after")
+    out("efault", f"peer got {exact(s.fileno(), 5)!r}")
+    c.close(), s.close()
+
+
+def iov_max_case():
+    c, s = pair()
+    one = [ctypes.create_string_buffer(b"x", 1) for _ in range(1025)]
+    big = iovecs(one)
+    out("iov_max", f"writev 1025: rc={err(libc.writev(c.fileno(), big, 1025))}")
+    out("iov_max", f"readv 1025: rc={err(libc.readv(c.fileno(), big, 1025))}")
+    m = Msghdr()
+    m.iov, m.iovlen = big, 1025
+    out("iov_max", f"sendmsg 1025: rc={err(libc.sendmsg(c.fileno(), ctypes.byref(m), 0))}")
+    out("iov_max", f"recvmsg 1025: rc={err(libc.recvmsg(c.fileno(), ctypes.byref(m), 0))}")
+    out("iov_max", f"writev 1024: rc={err(libc.writev(c.fileno(), big, 1024))}")
+    out("iov_max", f"peer got {len(exact(s.fileno(), 1024))} bytes")
+    c.close(), s.close()
+
+
+def linger_case():
+    c, s = pair()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, bytes(ctypes.c_int32(1)) + bytes(ctypes.c_int32(0)))
+    s.close()
+    out("linger0", f"peer recv: {oserr(lambda: c.recv(100))}")
+    out("linger0", f"peer send: {oserr(lambda: c.send(b'x', socket.MSG_NOSIGNAL))}")
+    c.close()
+
+
+def oob_case():
+    c, s = pair()
+    out("oob", f"recv MSG_OOB with none sent: {oserr(lambda: c.recv(1, socket.MSG_OOB))}")
+    c.close(), s.close()
+
+
+def file_content():
+    return f"file:{open(FILE).read().strip()}"
+
+
+def reuse_check(case, fd):
+    """A file opened now takes the freed number: it must read the file, not the socket."""
+    f = os.open(FILE, os.O_RDONLY)
+    out(case, f"number reused={f == fd} read={os.read(f, 100).decode().strip()!r}")
+    os.close(f)
+
+
+def close_range_case():
+    c, s = pair()
+    fd = c.detach()
+    out("close_range", f"rc={libc.close_range(fd, fd, 0)} peer sees {s.recv(10)!r}")
+    reuse_check("close_range", fd)
+    s.close()
+
+
+def closefrom_case():
+    c, s = pair()
+    hi = 1000
+    os.dup2(c.fileno(), hi)
+    libc.closefrom(hi)
+    s.sendall(b"still")
+    out("closefrom", f"original fd still reads {exact(c.fileno(), 5)!r}")
+    f = os.open(FILE, os.O_RDONLY)
+    g = fcntl.fcntl(f, fcntl.F_DUPFD, hi)
+    out("closefrom", f"number reused={g == hi} read={os.read(g, 100).decode().strip()!r}")
+    os.close(g), os.close(f)
+    c.close()
+    out("closefrom", f"after the last close the peer sees {s.recv(10)!r}")
+    s.close()
+
+
+def dup_case():
+    c, s = pair()
+    d = os.dup(c.fileno())
+    c.close()  # the inetd pattern: the original goes, the dup carries on
+    for i in range(3):
+        os.write(d, b"q%d" % i)
+        s.sendall(exact(s.fileno(), 2).upper())
+    out("dup_close", f"round trips through the dup: {exact(d, 6)!r}")
+    d2 = os.dup2(d, 950, inheritable=False)  # dup3
+    d3 = fcntl.fcntl(d, fcntl.F_DUPFD_CLOEXEC, 0)
+    os.write(d, b"A"), os.write(d2, b"B"), os.write(d3, b"C")
+    out("dup_close", f"writes through three fds arrive in order: {exact(s.fileno(), 3)!r}")
+    os.close(d2), os.close(d3)
+    s.sendall(b"alive")
+    out("dup_close", f"two fds closed, the last one reads {exact(d, 5)!r}")
+    os.close(d)
+    out("dup_close", f"after the last close the peer sees {s.recv(10)!r}")
+    s.close()
+
+
+def fclose_case():
+    c, s = pair()
+    fd = c.detach()
+    fp = libc.fdopen(fd, b"r+")
+    out("fclose", f"fclose rc={libc.fclose(fp)} peer sees {s.recv(10)!r}")
+    reuse_check("fclose", fd)
+    s.close()
+
+
+def vfork_case():
+    c, s = pair()
+    # CPython starts this with vfork (3.10+): the child's dup2 onto fd 1 and its close_range run
+    # in our memory. The parent's stdout must stay the transcript, the socket must stay open.
+    p = subprocess.Popen(["true"], stdout=c.fileno(), close_fds=True)
+    out("vfork", f"child exit={p.wait()} (this line on our own stdout)")
+    s.sendall(b"x")
+    c.sendall(exact(c.fileno(), 1) + b"y")
+    out("vfork", f"socket still ours: peer got {exact(s.fileno(), 2)!r}")
+    c.close()
+    out("vfork", f"peer then sees {s.recv(100)!r}")
+    s.close()
+
+
+def blocked(tid):
+    """The thread sleeps inside a syscall (read/recv on TCP, poll when waiting on the ring)."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        with open(f"/proc/self/task/{tid}/syscall") as f:
+            nr = f.read().split()[0]
+    except OSError:
+        return False
+    return state == "S" and nr in ("0", "7", "45", "47", "271")
+
+
+def close_under_reader_case():
+    c, s = pair()
+    fd = c.detach()
+    res, tid = {}, []
+
+    def reader():
+        tid.append(threading.get_native_id())
+        res["got"] = oserr(lambda: os.read(fd, 100))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    deadline = time.monotonic() + 60  # a liveness bound, not a timing threshold
+    while not (tid and blocked(tid[0])) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.close(fd)  # while the reader sleeps: it keeps the socket, as a call in the kernel does
+    a, b = socket.socketpair()
+    b.sendall(b"private")
+    out("close_reader", f"socketpair took the number={a.fileno() == fd}")
+    s.sendall(b"late")
+    t.join(60)
+    out("close_reader", f"sleeper got {res.get('got')} socketpair reads {a.recv(100)!r}")
+    out("close_reader", f"peer then sees {s.recv(10)!r}")
+    a.close(), b.close(), s.close()
+
+
+with open(FILE, "w") as f:
+    f.write("file bytes\n")
+CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, efault_case, iov_max_case,
+         linger_case, oob_case, close_range_case, dup_case, fclose_case, vfork_case,
+         close_under_reader_case)
+chosen = [c for c in CASES if not sys.argv[4:] or c.__name__ in sys.argv[4:]]
+for case in chosen:
+    try:
+        case()
+    except Exception as e:  # noqa: BLE001 (the transcript shows it)
+        out(case.__name__, f"EXCEPTION {e!r}")
+out("cases", len(chosen))

@@ -20,6 +20,8 @@
 #include <memory>
 #include <string>
 
+#include "rdma_verbs_api.hpp"
+
 namespace rdmasock {
 
 // "Invalid argument (errno 22)": verbs calls return errno values.
@@ -29,8 +31,12 @@ class RdmaDevice {
 public:
     // Opens device `name` (empty: the first device whose port 1 is active), port 1,
     // GID index `gid_index` (-1: automatic, preferring a RoCE v2 IPv4-mapped GID).
+    // Loads libibverbs first (rdma_verbs_api.hpp): without it, err says why.
     static std::unique_ptr<RdmaDevice> open(const std::string& name, int gid_index, const std::string& fault,
                                             std::string& err);
+    // The same through a given verbs table (unit tests pass a mock).
+    static std::unique_ptr<RdmaDevice> open(const VerbsApi& api, const std::string& name, int gid_index,
+                                            const std::string& fault, std::string& err);
 
     // The process-wide device: opened on the first call in this process (with that
     // call's name and gid_index; later calls get the same device), cached, and
@@ -45,6 +51,7 @@ public:
     // False (with a reason) in a process other than the one that opened it.
     bool usable(std::string& err) const;
 
+    const VerbsApi& api() const { return *api_; }
     ibv_context* context() const { return ctx_; }
     ibv_pd* pd() const { return pd_; }  // process-wide; RdmaTransport uses a PD per connection
     uint8_t port() const { return port_; }
@@ -64,10 +71,12 @@ public:
     // IBV_FORK_UNNEEDED): the parent keeps its registered pages and the child gets a
     // frozen copy. Otherwise registered memory is marked MADV_DONTFORK (absent in
     // the child), or the parent's pages would turn copy-on-write under the NIC.
-    static bool kernel_copies_on_fork();
+    bool kernel_copies_on_fork() const;
 
 private:
-    RdmaDevice() = default;
+    explicit RdmaDevice(const VerbsApi& api) : api_(&api) {}
+
+    const VerbsApi* api_;
 
     ibv_context* ctx_ = nullptr;
     ibv_pd* pd_ = nullptr;

@@ -45,8 +45,8 @@ void unmap_pages(uint8_t* p, uint64_t bytes) {
     if (p) munmap(p, (bytes + kPage - 1) & ~(kPage - 1));
 }
 
-ibv_mr* reg(ibv_pd* pd, void* addr, size_t len, int access, const char* what, std::string& err) {
-    ibv_mr* mr = ibv_reg_mr(pd, addr, len, access);
+ibv_mr* reg(const VerbsApi& api, ibv_pd* pd, void* addr, size_t len, int access, const char* what, std::string& err) {
+    ibv_mr* mr = api.reg_mr(pd, addr, len, access);
     if (!mr) {
         int e = errno;
         err = std::string("ibv_reg_mr of the ") + what + " (" + std::to_string(len) + " bytes) failed: " + errno_text(e);
@@ -81,7 +81,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     }
     std::unique_ptr<RdmaTransport> t(new RdmaTransport(dev));
     t->fault_ = fault;
-    t->dontfork_ = !RdmaDevice::kernel_copies_on_fork() || fault == "rdma-dontfork";
+    t->dontfork_ = !dev.kernel_copies_on_fork() || fault == "rdma-dontfork";
     t->pid_ = getpid();
     t->ring_bytes_ = ring_bytes;
     t->sink_.t = t.get();
@@ -97,24 +97,25 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     // so a peer can reach this connection's ring and ctrl block and nothing of the
     // process's other connections (rkeys are small and guessable: rxe hands out
     // 0x526, 0x6d0, ...).
-    ibv_pd* pd = t->pd_ = ibv_alloc_pd(dev.context());
+    const VerbsApi& api = dev.api();
+    ibv_pd* pd = t->pd_ = api.alloc_pd(dev.context());
     if (!pd) {
         err = "ibv_alloc_pd failed: " + errno_text(errno);
         return nullptr;
     }
-    if (!(t->ring_mr_ = reg(pd, t->ring_, ring_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+    if (!(t->ring_mr_ = reg(api, pd, t->ring_, ring_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                             "receive ring", err)))
         return nullptr;
-    if (!(t->ctrl_mr_ = reg(pd, t->ctrl_, RdmaCtrl::bytes,
+    if (!(t->ctrl_mr_ = reg(api, pd, t->ctrl_, RdmaCtrl::bytes,
                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, "ctrl block",
                             err)))
         return nullptr;
-    if (!(t->scratch_mr_ = reg(pd, t->scratch_, kPage, IBV_ACCESS_LOCAL_WRITE, "scratch block", err))) return nullptr;
+    if (!(t->scratch_mr_ = reg(api, pd, t->scratch_, kPage, IBV_ACCESS_LOCAL_WRITE, "scratch block", err))) return nullptr;
 
     const ibv_device_attr& a = dev.attr();
     uint32_t depth = std::min<uint32_t>(kSqDepthWanted, a.max_qp_wr > 0 ? static_cast<uint32_t>(a.max_qp_wr) : 16);
     uint32_t cqe = std::min<uint32_t>(depth + 16, a.max_cqe > 0 ? static_cast<uint32_t>(a.max_cqe) : depth + 16);
-    if (!(t->cq_ = ibv_create_cq(dev.context(), static_cast<int>(cqe), nullptr, nullptr, 0))) {
+    if (!(t->cq_ = api.create_cq(dev.context(), static_cast<int>(cqe), nullptr, nullptr, 0))) {
         err = "ibv_create_cq(" + std::to_string(cqe) + ") failed: " + errno_text(errno);
         return nullptr;
     }
@@ -136,7 +137,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
         ia.cap.max_send_sge = 1;
         ia.cap.max_recv_sge = 1;
         ia.cap.max_inline_data = want_inline;
-        if ((t->qp_ = ibv_create_qp(pd, &ia))) break;
+        if ((t->qp_ = api.create_qp(pd, &ia))) break;
         last_errno = errno;
     }
     if (!t->qp_) {
@@ -145,7 +146,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     }
     ibv_qp_attr qa{};
     ibv_qp_init_attr qia{};
-    if (ibv_query_qp(t->qp_, &qa, IBV_QP_CAP, &qia) != 0) {
+    if (api.query_qp(t->qp_, &qa, IBV_QP_CAP, &qia) != 0) {
         err = "ibv_query_qp(IBV_QP_CAP) failed: " + errno_text(errno);
         return nullptr;
     }
@@ -184,7 +185,7 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
     }
     mirror_bytes_ = remote.ring_bytes;
     if (!(mirror_ = map_pages(mirror_bytes_, dontfork_, err, "send mirror"))) return false;
-    if (!(mirror_mr_ = reg(pd_, mirror_, mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err))) return false;
+    if (!(mirror_mr_ = reg(dev_.api(), pd_, mirror_, mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err))) return false;
 
     RcQpSettings qs;
     qs.remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
@@ -212,11 +213,12 @@ RdmaTransport::~RdmaTransport() {
         return;
     }
     if (connected_) flush(1000);
-    if (qp_) ibv_destroy_qp(qp_);
-    if (cq_) ibv_destroy_cq(cq_);
+    const VerbsApi& api = dev_.api();
+    if (qp_) api.destroy_qp(qp_);
+    if (cq_) api.destroy_cq(cq_);
     for (ibv_mr* mr : {ring_mr_, mirror_mr_, ctrl_mr_, scratch_mr_})
-        if (mr) ibv_dereg_mr(mr);
-    if (pd_) ibv_dealloc_pd(pd_);
+        if (mr) api.dereg_mr(mr);
+    if (pd_) api.dealloc_pd(pd_);
     unmap_pages(ring_, ring_bytes_);
     unmap_pages(mirror_, mirror_bytes_);
     unmap_pages(ctrl_, kPage);
@@ -234,7 +236,7 @@ void RdmaTransport::fail_locked(std::string why) {
     if (qp_) {
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_ERR;
-        ibv_modify_qp(qp_, &a, IBV_QP_STATE);
+        dev_.api().modify_qp(qp_, &a, IBV_QP_STATE);
     }
 }
 
@@ -262,7 +264,7 @@ bool RdmaTransport::reap_locked() {
             char vendor[16];
             snprintf(vendor, sizeof vendor, "0x%x", wc[i].vendor_err);
             fail_locked(std::string(wr_kind(wc[i].wr_id) == kWrite ? "RDMA WRITE" : "RDMA READ") +
-                        " completed with error: " + ibv_wc_status_str(wc[i].status) + " (status " +
+                        " completed with error: " + dev_.api().wc_status_str(wc[i].status) + " (status " +
                         std::to_string(wc[i].status) + ", vendor error " + vendor + ")");
             continue;
         }

@@ -709,8 +709,8 @@ int check_fork() {
     if (!a->connect(b->local_params(), err) || !b->connect(a->local_params(), err)) die("loopback connect: " + err);
     uint64_t pos = 0;
     loopback_traffic(*a, *b, 50, pos);  // the registered pages are touched before the fork
-    const bool copies = RdmaDevice::kernel_copies_on_fork() && !dontfork;
-    printf("INFO fork: kernel copies pinned pages on fork: %s; %s\n", RdmaDevice::kernel_copies_on_fork() ? "yes" : "no",
+    const bool copies = d->kernel_copies_on_fork() && !dontfork;
+    printf("INFO fork: kernel copies pinned pages on fork: %s; %s\n", d->kernel_copies_on_fork() ? "yes" : "no",
            copies ? "the child gets a frozen copy of the rings" : "rings are MADV_DONTFORK, absent in the child");
     fflush(stdout);
     pid_t c = fork();

@@ -95,7 +95,7 @@ void check_rdma(const Config& cfg, Checks& out) {
 
     // Exactly what a connection would open (RDMASOCK_DEVICE, RDMASOCK_GID_INDEX respected).
     std::string err;
-    auto dev = RdmaDevice::open(cfg.rdma_device, cfg.gid_index, "", err);
+    auto dev = RdmaDevice::open(cfg.rdma_device, cfg.gid_index, RdmaFaults{}, err);
     if (dev) {
         out.push_back({Level::ok, "rdma: transport",
                        "would use " + dev->describe() + " (GID index " + std::to_string(dev->gid_index()) + ")"});

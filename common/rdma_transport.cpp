@@ -516,7 +516,7 @@ bool RdmaTransport::probe(int timeout_ms, std::string& err) {
     {
         std::lock_guard<std::mutex> lk(sq_mu_);
         if (!read_locked(peer_ctrl(RdmaCtrl::written), scratch_buf(scratch_read_dst(kReadFlush), 8), kReadFlush, &seq)) {
-            err = error();
+            err = error_;  // sq_mu_ is held: error() would take it again
             return false;
         }
     }

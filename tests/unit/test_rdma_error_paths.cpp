@@ -46,18 +46,26 @@ bool probe_within(std::unique_ptr<RdmaTransport>& t, int timeout_ms, std::string
     return ok;
 }
 
+// t connected to peer's parameters (peer itself stays unconnected: nothing answers).
+void connected_pair(RdmaDevice& dev, std::unique_ptr<RdmaTransport>& t, std::unique_ptr<RdmaTransport>& peer) {
+    std::string err;
+    t = RdmaTransport::create(dev, kRing, RdmaFaults{}, err);
+    peer = RdmaTransport::create(dev, kRing, RdmaFaults{}, err);
+    INFO(err);
+    REQUIRE(t);
+    REQUIRE(peer);
+    REQUIRE(t->connect(peer->local_params(), err));
+}
+
 }  // namespace
 
 TEST_CASE("rdma probe: a failed post returns the post's error, no self-deadlock") {
     verbs_mock::reset();
     {
         auto dev = mock_device();
+        std::unique_ptr<RdmaTransport> t, peer;
+        connected_pair(*dev, t, peer);
         std::string err;
-        auto t = RdmaTransport::create(*dev, kRing, RdmaFaults{}, err);
-        auto peer = RdmaTransport::create(*dev, kRing, RdmaFaults{}, err);
-        REQUIRE(t);
-        REQUIRE(peer);
-        REQUIRE(t->connect(peer->local_params(), err));
         verbs_mock::state().post_send_rc = EIO;
         CHECK_FALSE(probe_within(t, 1000, err));
         CHECK(err.find("ibv_post_send(RDMA READ) failed") != std::string::npos);
@@ -71,12 +79,9 @@ TEST_CASE("rdma probe: an unanswered READ times out with a reason") {
     verbs_mock::reset();
     {
         auto dev = mock_device();
+        std::unique_ptr<RdmaTransport> t, peer;
+        connected_pair(*dev, t, peer);
         std::string err;
-        auto t = RdmaTransport::create(*dev, kRing, RdmaFaults{}, err);
-        auto peer = RdmaTransport::create(*dev, kRing, RdmaFaults{}, err);
-        REQUIRE(t);
-        REQUIRE(peer);
-        REQUIRE(t->connect(peer->local_params(), err));
         CHECK_FALSE(probe_within(t, 50, err));
         CHECK(err.find("the peer did not answer an RDMA READ") != std::string::npos);
         CHECK(t->broken());

@@ -6,7 +6,7 @@ SAN      ?=
 OPT      ?= -O2
 CXXFLAGS := -std=c++20 $(OPT) -g -Wall -Wextra -Wno-missing-field-initializers -fPIC -pthread \
             -Icommon -Ishim -MMD -MP $(EXTRA_CXXFLAGS)
-LDLIBS   := -ldl -pthread -libverbs
+LDLIBS   := -ldl -pthread
 ifeq ($(SAN),asan)
 CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined

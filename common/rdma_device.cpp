@@ -68,7 +68,7 @@ int gid_rank(int type, const ibv_gid& g) {
     return 0;
 }
 
-bool choose_gid(ibv_context* ctx, const std::string& dev, uint8_t port, int table_len, int wanted, GidChoice& out,
+bool choose_gid(const VerbsApi& api, ibv_context* ctx, const std::string& dev, uint8_t port, int table_len, int wanted, GidChoice& out,
                 std::string& err) {
     if (wanted >= 0) {
         if (wanted >= table_len) {
@@ -77,11 +77,11 @@ bool choose_gid(ibv_context* ctx, const std::string& dev, uint8_t port, int tabl
             return false;
         }
         ibv_gid_entry e{};
-        if (ibv_query_gid_ex(ctx, port, static_cast<uint32_t>(wanted), &e, 0) == 0) {
+        if (api.query_gid_ex(ctx, port, static_cast<uint32_t>(wanted), &e) == 0) {
             out = {wanted, static_cast<int>(e.gid_type), e.gid};
         } else {
             ibv_gid g{};
-            if (ibv_query_gid(ctx, port, wanted, &g) != 0) {
+            if (api.query_gid(ctx, port, wanted, &g) != 0) {
                 err = "ibv_query_gid(" + dev + ", index " + std::to_string(wanted) + ") failed: " + errno_text(errno);
                 return false;
             }
@@ -95,7 +95,7 @@ bool choose_gid(ibv_context* ctx, const std::string& dev, uint8_t port, int tabl
     }
     int best_rank = -1;
     std::vector<ibv_gid_entry> table(static_cast<size_t>(table_len > 0 ? table_len : 1));
-    ssize_t n = ibv_query_gid_table(ctx, table.data(), table.size(), 0);
+    ssize_t n = api.query_gid_table(ctx, table.data(), table.size());
     if (n >= 0) {
         for (ssize_t i = 0; i < n; ++i) {
             const auto& e = table[static_cast<size_t>(i)];
@@ -106,7 +106,7 @@ bool choose_gid(ibv_context* ctx, const std::string& dev, uint8_t port, int tabl
     } else {
         for (int i = 0; i < table_len; ++i) {
             ibv_gid g{};
-            if (ibv_query_gid(ctx, port, i, &g) != 0) continue;
+            if (api.query_gid(ctx, port, i, &g) != 0) continue;
             int type = sysfs_gid_type(dev, port, i);
             int r = gid_rank(type, g);
             if (r > best_rank) best_rank = r, out = {i, type, g};
@@ -121,39 +121,38 @@ bool choose_gid(ibv_context* ctx, const std::string& dev, uint8_t port, int tabl
 }
 
 // Opens one device and checks port 1; on failure err says why and nothing leaks.
-bool try_device(ibv_device* d, const std::string& fault, ibv_context*& ctx, ibv_port_attr& pa, std::string& err) {
-    const std::string name = ibv_get_device_name(d);
-    if (fault == "rdma-open") {
+VerbsContext try_device(const VerbsApi& api, ibv_device* d, RdmaFaults faults, ibv_port_attr& pa, std::string& err) {
+    const std::string name = api.get_device_name(d);
+    if (faults.has(RdmaFault::open)) {
         err = "ibv_open_device(" + name + ") failed: " + errno_text(ENODEV) + " [fault injection rdma-open]";
-        return false;
+        return {};
     }
     errno = 0;
-    ctx = ibv_open_device(d);
+    VerbsContext ctx(api, api.open_device(d));
     if (!ctx) {
         int e = errno ? errno : ENODEV;
         err = "ibv_open_device(" + name + ") failed: " + errno_text(e);
         if (e == EACCES || e == EPERM) err += ": no permission on /dev/infiniband/uverbs* (add the user to group rdma?)";
-        return false;
+        return {};
     }
-    if (ibv_query_port(ctx, 1, &pa) != 0) {
+    if (api.query_port(ctx.get(), 1, &pa) != 0) {
         err = "ibv_query_port(" + name + ", 1) failed: " + errno_text(errno);
     } else if (pa.state != IBV_PORT_ACTIVE) {
-        err = "port 1 of " + name + " is not active (state " + ibv_port_state_str(pa.state) + ")";
+        err = "port 1 of " + name + " is not active (state " + api.port_state_str(pa.state) + ")";
     } else {
-        return true;
+        return ctx;
     }
-    ibv_close_device(ctx);
-    ctx = nullptr;
-    return false;
+    return {};
 }
 
 }  // namespace
 
 RdmaDevice::~RdmaDevice() {
     // In a forked child these objects belong to the parent: leave them alone.
-    if (pid_ != getpid()) return;
-    if (pd_) ibv_dealloc_pd(pd_);
-    if (ctx_) ibv_close_device(ctx_);
+    if (pid_ != getpid()) {
+        pd_.abandon();
+        ctx_.abandon();
+    }
 }
 
 bool RdmaDevice::usable(std::string& err) const {
@@ -168,15 +167,21 @@ std::string RdmaDevice::describe() const {
            " " + gid_type_ + " mtu " + std::to_string(128u << active_mtu_) + (roce_ ? "" : " lid " + std::to_string(lid_));
 }
 
-std::unique_ptr<RdmaDevice> RdmaDevice::open(const std::string& name, int gid_index, const std::string& fault,
+std::unique_ptr<RdmaDevice> RdmaDevice::open(const std::string& name, int gid_index, RdmaFaults faults,
                                              std::string& err) {
+    const VerbsApi* api = verbs_api(err);
+    if (!api) return nullptr;
+    return open(*api, name, gid_index, faults, err);
+}
+
+std::unique_ptr<RdmaDevice> RdmaDevice::open(const VerbsApi& api, const std::string& name, int gid_index,
+                                             RdmaFaults faults, std::string& err) {
     int count = 0;
     errno = 0;
-    ibv_device** list = fault == "rdma-no-device" ? nullptr : ibv_get_device_list(&count);
+    DeviceList list(api, faults.has(RdmaFault::no_device) ? nullptr : api.get_device_list(&count));
     if (!list || count == 0) {
         int e = errno;
-        if (list) ibv_free_device_list(list);
-        if (fault == "rdma-no-device")
+        if (faults.has(RdmaFault::no_device))
             err = "no RDMA device found [fault injection rdma-no-device]";
         else if (!list && e == ENOSYS)
             err = "no RDMA device: the kernel has no RDMA (verbs) support";
@@ -186,21 +191,22 @@ std::unique_ptr<RdmaDevice> RdmaDevice::open(const std::string& name, int gid_in
             err = "no RDMA device found (ibv_get_device_list is empty; is a driver such as rdma_rxe loaded?)";
         return nullptr;
     }
-    std::unique_ptr<RdmaDevice> dev(new RdmaDevice());
-    ibv_context* ctx = nullptr;
+    std::unique_ptr<RdmaDevice> dev(new RdmaDevice(api));
+    VerbsContext ctx;
     ibv_port_attr pa{};
     std::string reasons, names;
     bool found = false;
     for (int i = 0; i < count && !ctx; ++i) {
-        std::string n = ibv_get_device_name(list[i]);
+        std::string n = api.get_device_name(list.get()[i]);
         names += (names.empty() ? "" : ", ") + n;
         if (!name.empty() && n != name) continue;
         found = true;
         std::string why;
-        if (!try_device(list[i], fault, ctx, pa, why)) reasons += (reasons.empty() ? "" : "; ") + why;
+        ctx = try_device(api, list.get()[i], faults, pa, why);
+        if (!ctx) reasons += (reasons.empty() ? "" : "; ") + why;
         else dev->name_ = n;
     }
-    ibv_free_device_list(list);
+    list.reset();
     if (!ctx) {
         if (!name.empty() && !found)
             err = "RDMA device '" + name + "' not found (devices: " + names + ")";
@@ -210,23 +216,23 @@ std::unique_ptr<RdmaDevice> RdmaDevice::open(const std::string& name, int gid_in
             err = "no RDMA device with an active port 1 (" + reasons + ")";
         return nullptr;
     }
-    dev->ctx_ = ctx;
+    dev->ctx_ = std::move(ctx);
     dev->pid_ = getpid();
     dev->port_ = 1;
     dev->lid_ = pa.lid;
     dev->active_mtu_ = pa.active_mtu;
     dev->max_msg_sz_ = pa.max_msg_sz ? pa.max_msg_sz : (1u << 31);
     dev->roce_ = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-    if (ibv_query_device(ctx, &dev->attr_) != 0) {
+    if (api.query_device(dev->context(), &dev->attr_) != 0) {
         err = "ibv_query_device(" + dev->name_ + ") failed: " + errno_text(errno);
         return nullptr;
     }
     GidChoice g;
-    if (!choose_gid(ctx, dev->name_, dev->port_, pa.gid_tbl_len, gid_index, g, err)) return nullptr;
+    if (!choose_gid(api, dev->context(), dev->name_, dev->port_, pa.gid_tbl_len, gid_index, g, err)) return nullptr;
     dev->gid_index_ = g.index;
     dev->gid_ = g.gid;
     dev->gid_type_ = gid_type_text(g.type);
-    dev->pd_ = ibv_alloc_pd(ctx);
+    dev->pd_ = ProtectionDomain(api, api.alloc_pd(dev->context()));
     if (!dev->pd_) {
         err = "ibv_alloc_pd(" + dev->name_ + ") failed: " + errno_text(errno);
         return nullptr;
@@ -234,19 +240,19 @@ std::unique_ptr<RdmaDevice> RdmaDevice::open(const std::string& name, int gid_in
     return dev;
 }
 
-bool RdmaDevice::kernel_copies_on_fork() {
-    static const bool yes = ibv_is_fork_initialized() == IBV_FORK_UNNEEDED;
-    return yes;
+bool RdmaDevice::kernel_copies_on_fork() const {
+    // Without the query (rdma-core < 35) assume not: MADV_DONTFORK is always safe.
+    return api_->is_fork_initialized && api_->is_fork_initialized() == IBV_FORK_UNNEEDED;
 }
 
-RdmaDevice* RdmaDevice::process(const std::string& name, int gid_index, const std::string& fault, std::string& err) {
+RdmaDevice* RdmaDevice::process(const std::string& name, int gid_index, RdmaFaults faults, std::string& err) {
     static std::mutex mu;
     static RdmaDevice* instance = nullptr;  // never freed: lives until exit, like the process's verbs context
     static pid_t failed_pid = 0;
     static std::string failed_error;
     // Injected device faults must fail every time, not just on the first open.
-    if (fault == "rdma-no-device" || fault == "rdma-open") {
-        open(name, gid_index, fault, err);
+    if (faults.has(RdmaFault::no_device) || faults.has(RdmaFault::open)) {
+        open(name, gid_index, faults, err);
         return nullptr;
     }
     std::lock_guard<std::mutex> lk(mu);
@@ -259,7 +265,7 @@ RdmaDevice* RdmaDevice::process(const std::string& name, int gid_index, const st
         err = failed_error;
         return nullptr;
     }
-    auto dev = open(name, gid_index, fault, err);
+    auto dev = open(name, gid_index, faults, err);
     if (!dev) {
         failed_pid = me;
         failed_error = err;

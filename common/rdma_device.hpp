@@ -8,10 +8,8 @@
 // Every failure is reported as a clear message in `err` (no device, no
 // permission, port down, no usable GID...), never an abort.
 //
-// Fault injection (the `fault` argument, from RDMASOCK_FAULT or a test):
-//   "rdma-no-device"  the device list comes back empty
-//   "rdma-open"       ibv_open_device fails
-// (rdma_transport.hpp handles "rdma-qp-create" and "rdma-qp-rtr").
+// Fault injection (rdma_faults.hpp): no_device (the device list comes back
+// empty) and open (ibv_open_device fails); the transport handles the others.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -19,6 +17,10 @@
 
 #include <memory>
 #include <string>
+
+#include "rdma_faults.hpp"
+#include "rdma_verbs_api.hpp"
+#include "rdma_verbs_objects.hpp"
 
 namespace rdmasock {
 
@@ -29,14 +31,18 @@ class RdmaDevice {
 public:
     // Opens device `name` (empty: the first device whose port 1 is active), port 1,
     // GID index `gid_index` (-1: automatic, preferring a RoCE v2 IPv4-mapped GID).
-    static std::unique_ptr<RdmaDevice> open(const std::string& name, int gid_index, const std::string& fault,
+    // Loads libibverbs first (rdma_verbs_api.hpp): without it, err says why.
+    static std::unique_ptr<RdmaDevice> open(const std::string& name, int gid_index, RdmaFaults faults,
                                             std::string& err);
+    // The same through a given verbs table (unit tests pass a mock).
+    static std::unique_ptr<RdmaDevice> open(const VerbsApi& api, const std::string& name, int gid_index,
+                                            RdmaFaults faults, std::string& err);
 
     // The process-wide device: opened on the first call in this process (with that
     // call's name and gid_index; later calls get the same device), cached, and
     // refused in any other process (after fork). An open failure is cached too, so
     // a process without RDMA pays for the device scan once. Thread safe.
-    static RdmaDevice* process(const std::string& name, int gid_index, const std::string& fault, std::string& err);
+    static RdmaDevice* process(const std::string& name, int gid_index, RdmaFaults faults, std::string& err);
 
     ~RdmaDevice();
     RdmaDevice(const RdmaDevice&) = delete;
@@ -45,8 +51,9 @@ public:
     // False (with a reason) in a process other than the one that opened it.
     bool usable(std::string& err) const;
 
-    ibv_context* context() const { return ctx_; }
-    ibv_pd* pd() const { return pd_; }  // process-wide; RdmaTransport uses a PD per connection
+    const VerbsApi& api() const { return *api_; }
+    ibv_context* context() const { return ctx_.get(); }
+    ibv_pd* pd() const { return pd_.get(); }  // process-wide; RdmaTransport uses a PD per connection
     uint8_t port() const { return port_; }
     int gid_index() const { return gid_index_; }
     const ibv_gid& gid() const { return gid_; }
@@ -64,13 +71,15 @@ public:
     // IBV_FORK_UNNEEDED): the parent keeps its registered pages and the child gets a
     // frozen copy. Otherwise registered memory is marked MADV_DONTFORK (absent in
     // the child), or the parent's pages would turn copy-on-write under the NIC.
-    static bool kernel_copies_on_fork();
+    bool kernel_copies_on_fork() const;
 
 private:
-    RdmaDevice() = default;
+    explicit RdmaDevice(const VerbsApi& api) : api_(&api) {}
 
-    ibv_context* ctx_ = nullptr;
-    ibv_pd* pd_ = nullptr;
+    const VerbsApi* api_;
+
+    VerbsContext ctx_;  // declared first: closed after the PD
+    ProtectionDomain pd_;
     uint8_t port_ = 1;
     int gid_index_ = -1;
     ibv_gid gid_{};

@@ -29,7 +29,7 @@ bool rc_qp_connect(const RdmaDevice& dev, ibv_qp* qp, const RdmaParams& remote, 
     a.pkey_index = 0;
     a.port_num = dev.port();
     a.qp_access_flags = settings.remote_access;
-    if (int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+    if (int rc = dev.api().modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
         err = "ibv_modify_qp(INIT) failed: " + errno_text(rc);
         return false;
     }
@@ -59,7 +59,7 @@ bool rc_qp_connect(const RdmaDevice& dev, ibv_qp* qp, const RdmaParams& remote, 
     }
     int rc = settings.fail_rtr ? EINVAL : 0;
     if (!rc)
-        rc = ibv_modify_qp(qp, &a,
+        rc = dev.api().modify_qp(qp, &a,
                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (rc) {
@@ -74,7 +74,7 @@ bool rc_qp_connect(const RdmaDevice& dev, ibv_qp* qp, const RdmaParams& remote, 
     a.rnr_retry = 7;   // no receives are posted, so RNR never happens; 7 = retry forever
     a.sq_psn = settings.local_psn;
     a.max_rd_atomic = 1;
-    if ((rc = ibv_modify_qp(qp, &a,
+    if ((rc = dev.api().modify_qp(qp, &a,
                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                                 IBV_QP_MAX_QP_RD_ATOMIC))) {
         err = "ibv_modify_qp(RTS) failed: " + errno_text(rc);

@@ -14,16 +14,17 @@ static_assert(handshake::kRdmaBlobBytes == kRdmaParamsBytes, "HELLO/ACCEPT carry
 
 namespace {
 
-RdmaDevice* device(const Config& config, std::string& err) {
-    RdmaDevice* dev = RdmaDevice::process(config.rdma_device, config.gid_index, config.fault, err);
+RdmaDevice* device(const Config& config, RdmaFaults faults, std::string& err) {
+    RdmaDevice* dev = RdmaDevice::process(config.rdma_device, config.gid_index, faults, err);
     if (dev && !dev->usable(err)) return nullptr;
     return dev;
 }
 
 std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err) {
-    RdmaDevice* dev = device(config, err);
+    const RdmaFaults faults = RdmaFaults::parse(config.fault);  // once per connection setup
+    RdmaDevice* dev = device(config, faults, err);
     if (!dev) return nullptr;
-    auto t = RdmaTransport::create(*dev, config.ring_bytes, config.fault, err);
+    auto t = RdmaTransport::create(*dev, config.ring_bytes, faults, err);
     if (t) RS_LOG(debug, "rdma: %s, local %s", dev->describe().c_str(), to_string(t->local_params()).c_str());
     return t;
 }
@@ -63,7 +64,7 @@ bool complete(const Config& config, Transport& offered, const std::vector<uint8_
     auto& t = static_cast<RdmaTransport&>(offered);  // offer() made it
     RdmaParams remote;
     if (!decode_peer(server_params, remote, err)) return false;
-    if (config.fault == "rdma-bad-gid") {
+    if (RdmaFaults::parse(config.fault).has(RdmaFault::bad_gid)) {
         // Another host number in the peer's own subnet that nobody holds: the
         // packets stay on the test network and are dropped there.
         remote.gid[15] = remote.gid[15] == 254 ? 253 : 254;

@@ -1,6 +1,5 @@
 #include "rdma_transport.hpp"
 
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <thread>
 
 #include "rdma_qp.hpp"
+#include "rdma_work_request.hpp"
 
 namespace rdmasock {
 
@@ -24,36 +24,6 @@ constexpr size_t kScratchOne = 0;
 constexpr size_t kScratchZero = 8;
 constexpr size_t scratch_read_dst(uint64_t kind) { return 64 * kind; }
 
-
-uint8_t* map_pages(uint64_t bytes, bool dontfork, std::string& err, const char* what) {
-    size_t len = (bytes + kPage - 1) & ~(kPage - 1);
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        err = std::string("mmap of the ") + what + " (" + std::to_string(len) + " bytes) failed: " + errno_text(errno);
-        return nullptr;
-    }
-    // Registered memory must not become copy-on-write in a fork: the parent would
-    // write to a fresh copy while the NIC keeps using the old page. Kernels with
-    // copy-on-fork for pinned pages give the child a copy at fork time instead (a
-    // frozen snapshot it may even read); older ones need MADV_DONTFORK (the pages
-    // are then absent in the child, which never uses verbs: RdmaDevice::usable).
-    if (dontfork) madvise(p, len, MADV_DONTFORK);
-    return static_cast<uint8_t*>(p);
-}
-
-void unmap_pages(uint8_t* p, uint64_t bytes) {
-    if (p) munmap(p, (bytes + kPage - 1) & ~(kPage - 1));
-}
-
-ibv_mr* reg(ibv_pd* pd, void* addr, size_t len, int access, const char* what, std::string& err) {
-    ibv_mr* mr = ibv_reg_mr(pd, addr, len, access);
-    if (!mr) {
-        int e = errno;
-        err = std::string("ibv_reg_mr of the ") + what + " (" + std::to_string(len) + " bytes) failed: " + errno_text(e);
-        if (e == ENOMEM || e == EPERM || e == EAGAIN) err += " (locked-memory limit? see ulimit -l)";
-    }
-    return mr;
-}
 
 uint64_t make_wr_id(uint64_t kind, uint32_t covered, uint64_t seq) { return covered | kind << 16 | seq << 20; }
 uint32_t wr_covered(uint64_t id) { return static_cast<uint32_t>(id & 0xffff); }
@@ -72,7 +42,7 @@ std::atomic_ref<T> at(uint8_t* p) {
 
 // ---------------------------------------------------------------- setup
 
-std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t ring_bytes, const std::string& fault,
+std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t ring_bytes, RdmaFaults faults,
                                                      std::string& err, uint32_t inline_wanted) {
     if (!dev.usable(err)) return nullptr;
     if (!ring::valid_capacity(ring_bytes)) {
@@ -80,45 +50,50 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
         return nullptr;
     }
     std::unique_ptr<RdmaTransport> t(new RdmaTransport(dev));
-    t->fault_ = fault;
-    t->dontfork_ = !RdmaDevice::kernel_copies_on_fork() || fault == "rdma-dontfork";
+    t->faults_ = faults;
+    t->dontfork_ = !dev.kernel_copies_on_fork() || faults.has(RdmaFault::dontfork);
     t->pid_ = getpid();
     t->ring_bytes_ = ring_bytes;
     t->sink_.t = t.get();
     t->publisher_.t = t.get();
 
-    if (!(t->ring_ = map_pages(ring_bytes, t->dontfork_, err, "receive ring"))) return nullptr;
-    if (!(t->ctrl_ = map_pages(kPage, t->dontfork_, err, "ctrl block"))) return nullptr;
-    if (!(t->scratch_ = map_pages(kPage, t->dontfork_, err, "scratch block"))) return nullptr;
+    // Every object below has an owner in *t: an early return releases what exists.
+    if (!t->ring_.map(ring_bytes, t->dontfork_, "receive ring", err)) return nullptr;
+    if (!t->ctrl_.map(kPage, t->dontfork_, "ctrl block", err)) return nullptr;
+    if (!t->scratch_.map(kPage, t->dontfork_, "scratch block", err)) return nullptr;
     new (t->ctrl(RdmaCtrl::consumed)) std::atomic<uint64_t>(0);  // RingWriter's view of the peer's consumed
-    at<uint32_t>(t->scratch_ + kScratchOne).store(1, std::memory_order_relaxed);
+    at<uint32_t>(t->scratch_.data() + kScratchOne).store(1, std::memory_order_relaxed);
 
     // A protection domain per connection: an rkey works only on QPs of its own PD,
     // so a peer can reach this connection's ring and ctrl block and nothing of the
     // process's other connections (rkeys are small and guessable: rxe hands out
     // 0x526, 0x6d0, ...).
-    ibv_pd* pd = t->pd_ = ibv_alloc_pd(dev.context());
+    const VerbsApi& api = dev.api();
+    t->pd_ = ProtectionDomain(api, api.alloc_pd(dev.context()));
+    ibv_pd* pd = t->pd_.get();
     if (!pd) {
         err = "ibv_alloc_pd failed: " + errno_text(errno);
         return nullptr;
     }
-    if (!(t->ring_mr_ = reg(pd, t->ring_, ring_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-                            "receive ring", err)))
-        return nullptr;
-    if (!(t->ctrl_mr_ = reg(pd, t->ctrl_, RdmaCtrl::bytes,
-                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, "ctrl block",
-                            err)))
-        return nullptr;
-    if (!(t->scratch_mr_ = reg(pd, t->scratch_, kPage, IBV_ACCESS_LOCAL_WRITE, "scratch block", err))) return nullptr;
+    t->ring_mr_ = register_memory(api, pd, t->ring_.data(), ring_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                                  "receive ring", err);
+    if (!t->ring_mr_) return nullptr;
+    t->ctrl_mr_ = register_memory(api, pd, t->ctrl_.data(), RdmaCtrl::bytes,
+                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, "ctrl block",
+                                  err);
+    if (!t->ctrl_mr_) return nullptr;
+    t->scratch_mr_ = register_memory(api, pd, t->scratch_.data(), kPage, IBV_ACCESS_LOCAL_WRITE, "scratch block", err);
+    if (!t->scratch_mr_) return nullptr;
 
     const ibv_device_attr& a = dev.attr();
     uint32_t depth = std::min<uint32_t>(kSqDepthWanted, a.max_qp_wr > 0 ? static_cast<uint32_t>(a.max_qp_wr) : 16);
     uint32_t cqe = std::min<uint32_t>(depth + 16, a.max_cqe > 0 ? static_cast<uint32_t>(a.max_cqe) : depth + 16);
-    if (!(t->cq_ = ibv_create_cq(dev.context(), static_cast<int>(cqe), nullptr, nullptr, 0))) {
+    t->cq_ = CompletionQueue(api, api.create_cq(dev.context(), static_cast<int>(cqe), nullptr, nullptr, 0));
+    if (!t->cq_) {
         err = "ibv_create_cq(" + std::to_string(cqe) + ") failed: " + errno_text(errno);
         return nullptr;
     }
-    if (fault == "rdma-qp-create") {
+    if (faults.has(RdmaFault::qp_create)) {
         err = "ibv_create_qp failed: " + errno_text(EINVAL) + " [fault injection rdma-qp-create]";
         return nullptr;
     }
@@ -127,8 +102,8 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     int last_errno = 0;
     for (uint32_t want_inline : {std::max(inline_wanted, kInlineWanted), kInlineWanted, 128u, 64u, 0u}) {
         ibv_qp_init_attr ia{};
-        ia.send_cq = t->cq_;
-        ia.recv_cq = t->cq_;
+        ia.send_cq = t->cq_.get();
+        ia.recv_cq = t->cq_.get();
         ia.qp_type = IBV_QPT_RC;
         ia.sq_sig_all = 0;
         ia.cap.max_send_wr = depth;
@@ -136,7 +111,8 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
         ia.cap.max_send_sge = 1;
         ia.cap.max_recv_sge = 1;
         ia.cap.max_inline_data = want_inline;
-        if ((t->qp_ = ibv_create_qp(pd, &ia))) break;
+        t->qp_ = QueuePair(api, api.create_qp(pd, &ia));
+        if (t->qp_) break;
         last_errno = errno;
     }
     if (!t->qp_) {
@@ -145,7 +121,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     }
     ibv_qp_attr qa{};
     ibv_qp_init_attr qia{};
-    if (ibv_query_qp(t->qp_, &qa, IBV_QP_CAP, &qia) != 0) {
+    if (api.query_qp(t->qp_.get(), &qa, IBV_QP_CAP, &qia) != 0) {
         err = "ibv_query_qp(IBV_QP_CAP) failed: " + errno_text(errno);
         return nullptr;
     }
@@ -169,7 +145,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
 }
 
 RdmaParams RdmaTransport::local_params() const {
-    return local_rc_params(dev_, qp_, psn_, ring_, ring_mr_, ring_bytes_, ctrl_, ctrl_mr_);
+    return local_rc_params(dev_, qp_.get(), psn_, ring_.data(), ring_mr_.get(), ring_bytes_, ctrl_.data(), ctrl_mr_.get());
 }
 
 bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
@@ -183,44 +159,39 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
         return false;
     }
     mirror_bytes_ = remote.ring_bytes;
-    if (!(mirror_ = map_pages(mirror_bytes_, dontfork_, err, "send mirror"))) return false;
-    if (!(mirror_mr_ = reg(pd_, mirror_, mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err))) return false;
+    if (!mirror_.map(mirror_bytes_, dontfork_, "send mirror", err)) return false;
+    mirror_mr_ = register_memory(dev_.api(), pd_.get(), mirror_.data(), mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err);
+    if (!mirror_mr_) return false;
 
     RcQpSettings qs;
     qs.remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     qs.local_psn = psn_;
-    qs.fail_rtr = fault_ == "rdma-qp-rtr";
-    if (!rc_qp_connect(dev_, qp_, remote, qs, path_mtu_, err)) return false;
+    qs.fail_rtr = faults_.has(RdmaFault::qp_rtr);
+    if (!rc_qp_connect(dev_, qp_.get(), remote, qs, path_mtu_, err)) return false;
     remote_ = remote;
     auto* consumed = reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed));
     writer_ = std::make_unique<ring::RingWriter>(remote.ring_bytes, sink_, consumed);
-    reader_ = std::make_unique<ring::RingReader>(ring_, ring_bytes_, publisher_);
+    reader_ = std::make_unique<ring::RingReader>(ring_.data(), ring_bytes_, publisher_);
     connected_ = true;
     return true;
 }
 
 RdmaTransport::~RdmaTransport() {
-    // In a forked child every verbs object belongs to the parent: leave them alone.
-    // The pages are a private copy on copy-on-fork kernels (free it); with
-    // MADV_DONTFORK they are absent and the range may since hold something else.
     if (pid_ != getpid()) {
-        if (dontfork_) return;
-        unmap_pages(ring_, ring_bytes_);
-        unmap_pages(mirror_, mirror_bytes_);
-        unmap_pages(ctrl_, kPage);
-        unmap_pages(scratch_, kPage);
+        // A forked child: every verbs object belongs to the parent, leave them
+        // alone. The pages are a private copy on copy-on-fork kernels (the owners
+        // unmap it); with MADV_DONTFORK they are absent and the range may since
+        // hold something else.
+        qp_.abandon();
+        cq_.abandon();
+        for (MemoryRegion* mr : {&ring_mr_, &mirror_mr_, &ctrl_mr_, &scratch_mr_}) mr->abandon();
+        pd_.abandon();
+        if (dontfork_)
+            for (MappedPages* m : {&ring_, &mirror_, &ctrl_, &scratch_}) m->abandon();
         return;
     }
+    // The owners release QP, CQ, MRs, PD and pages after this, in that order.
     if (connected_) flush(1000);
-    if (qp_) ibv_destroy_qp(qp_);
-    if (cq_) ibv_destroy_cq(cq_);
-    for (ibv_mr* mr : {ring_mr_, mirror_mr_, ctrl_mr_, scratch_mr_})
-        if (mr) ibv_dereg_mr(mr);
-    if (pd_) ibv_dealloc_pd(pd_);
-    unmap_pages(ring_, ring_bytes_);
-    unmap_pages(mirror_, mirror_bytes_);
-    unmap_pages(ctrl_, kPage);
-    unmap_pages(scratch_, kPage);
 }
 
 // ---------------------------------------------------------------- send queue
@@ -234,7 +205,7 @@ void RdmaTransport::fail_locked(std::string why) {
     if (qp_) {
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_ERR;
-        ibv_modify_qp(qp_, &a, IBV_QP_STATE);
+        dev_.api().modify_qp(qp_.get(), &a, IBV_QP_STATE);
     }
 }
 
@@ -251,7 +222,7 @@ RdmaTransport::Stats RdmaTransport::stats() const {
 bool RdmaTransport::reap_locked() {
     ibv_wc wc[16];
     ++stats_.cq_polls;
-    int n = ibv_poll_cq(cq_, 16, wc);
+    int n = ibv_poll_cq(cq_.get(), 16, wc);
     if (n < 0) {
         fail_locked("ibv_poll_cq failed");
         return false;
@@ -262,7 +233,7 @@ bool RdmaTransport::reap_locked() {
             char vendor[16];
             snprintf(vendor, sizeof vendor, "0x%x", wc[i].vendor_err);
             fail_locked(std::string(wr_kind(wc[i].wr_id) == kWrite ? "RDMA WRITE" : "RDMA READ") +
-                        " completed with error: " + ibv_wc_status_str(wc[i].status) + " (status " +
+                        " completed with error: " + dev_.api().wc_status_str(wc[i].status) + " (status " +
                         std::to_string(wc[i].status) + ", vendor error " + vendor + ")");
             continue;
         }
@@ -290,41 +261,56 @@ bool RdmaTransport::wait_room_locked() {
     return true;
 }
 
-// One work request: RDMA WRITE (local -> remote) or RDMA READ (remote -> local).
-// Unsignaled except every signal_every_-th, READs (their answer is awaited) and
-// flush markers. A signaled completion also retires every unsignaled request
-// before it (RC completes in order), which is how `outstanding_` shrinks.
-bool RdmaTransport::post_locked(uint64_t local, uint32_t lkey, uint32_t len, uint64_t remote, uint32_t rkey, bool read,
-                                Kind kind, uint64_t* seq) {
+// Room for one more work request: false when broken or the queue stayed full.
+bool RdmaTransport::reserve_locked() {
     if (broken_.load(std::memory_order_relaxed)) return false;
-    if (outstanding_ + 1 >= sq_depth_ && !wait_room_locked()) return false;
-    ibv_sge sge{local, len, lkey};
-    ibv_send_wr wr{};
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
-    wr.wr.rdma.remote_addr = remote;
-    wr.wr.rdma.rkey = rkey;
-    if (!read && len <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
-    const bool signal = read || kind != kWrite || pending_unsignaled_ + 1 >= signal_every_;
-    const uint64_t s = ++seq_;
-    if (signal) {
-        wr.send_flags |= IBV_SEND_SIGNALED;
-        wr.wr_id = make_wr_id(kind, pending_unsignaled_ + 1, s);
-    }
-    ibv_send_wr* bad = nullptr;
-    if (int rc = ibv_post_send(qp_, &wr, &bad)) {
-        fail_locked(std::string("ibv_post_send(") + (read ? "RDMA READ" : "RDMA WRITE") + ") failed: " + errno_text(rc));
-        return false;
-    }
+    return outstanding_ + 1 < sq_depth_ || wait_room_locked();
+}
+
+void RdmaTransport::posted_locked(bool signaled) {
     ++outstanding_;
-    if (signal) {
+    if (signaled) {
         pending_unsignaled_ = 0;
         ++signaled_inflight_;
         ++stats_.signaled;
     } else {
         ++pending_unsignaled_;
     }
+}
+
+// Unsignaled except every signal_every_-th. A signaled completion also retires
+// every unsignaled request before it (RC completes in order), which is how
+// `outstanding_` shrinks. Inline whenever the length fits max_inline_data.
+bool RdmaTransport::write_locked(LocalBuffer from, RemoteBuffer to) {
+    if (!reserve_locked()) return false;
+    const bool signal = pending_unsignaled_ + 1 >= signal_every_;
+    const uint64_t s = ++seq_;
+    const int rc = post_write(qp_.get(), {.from = from,
+                                          .to = to,
+                                          .inline_data = from.length <= max_inline_,
+                                          .signaled = signal,
+                                          .wr_id = signal ? make_wr_id(kWrite, pending_unsignaled_ + 1, s) : 0});
+    if (rc) {
+        fail_locked("ibv_post_send(RDMA WRITE) failed: " + errno_text(rc));
+        return false;
+    }
+    posted_locked(signal);
+    return true;
+}
+
+// Always signaled: its answer is awaited (wait_read) or it marks a flush.
+bool RdmaTransport::read_locked(RemoteBuffer from, LocalBuffer to, Kind kind, uint64_t* seq) {
+    if (!reserve_locked()) return false;
+    const uint64_t s = ++seq_;
+    const int rc = post_read(qp_.get(), {.from = from,
+                                         .to = to,
+                                         .signaled = true,
+                                         .wr_id = make_wr_id(kind, pending_unsignaled_ + 1, s)});
+    if (rc) {
+        fail_locked("ibv_post_send(RDMA READ) failed: " + errno_text(rc));
+        return false;
+    }
+    posted_locked(true);
     if (seq) *seq = s;
     return true;
 }
@@ -357,8 +343,7 @@ bool RdmaTransport::flush(int timeout_ms) {
     if (pending_unsignaled_ > 0) {
         // The tail is unsignaled: a signaled READ behind it completes only after
         // every earlier WRITE was executed by the peer.
-        if (!post_locked(reinterpret_cast<uint64_t>(scratch_ + scratch_read_dst(kReadFlush)), scratch_mr_->lkey, 8,
-                         remote_.ctrl_addr + RdmaCtrl::written, remote_.ctrl_rkey, true, kReadFlush, nullptr))
+        if (!read_locked(peer_ctrl(RdmaCtrl::written), scratch_buf(scratch_read_dst(kReadFlush), 8), kReadFlush, nullptr))
             return false;
     }
     while (outstanding_ > 0) {
@@ -371,7 +356,7 @@ bool RdmaTransport::flush(int timeout_ms) {
 
 // ---------------------------------------------------------------- data path
 
-uint8_t* RdmaTransport::Sink::stage(uint64_t offset, uint64_t) { return t->mirror_ + offset; }
+uint8_t* RdmaTransport::Sink::stage(uint64_t offset, uint64_t) { return t->mirror_.data() + offset; }
 
 bool RdmaTransport::Sink::post(uint64_t offset, uint64_t bytes) { return t->post_record(offset, bytes); }
 
@@ -396,8 +381,8 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
     // footer in the last one still lands last.
     for (uint64_t done = 0; done < bytes;) {
         const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(bytes - done, max_msg_));
-        if (!post_locked(reinterpret_cast<uint64_t>(mirror_ + offset + done), mirror_mr_->lkey, len,
-                         remote_.ring_addr + offset + done, remote_.ring_rkey, false, kWrite, nullptr))
+        if (!write_locked({.addr = mirror_.data() + offset + done, .length = len, .lkey = mirror_mr_->lkey},
+                          {.addr = remote_.ring_addr + offset + done, .rkey = remote_.ring_rkey}))
             return false;
         done += len;
     }
@@ -416,8 +401,8 @@ bool RdmaTransport::publish(uint64_t consumed) {
     // a newer value, which is just as valid (monotonic, already zeroed).
     at<uint64_t>(ctrl(RdmaCtrl::published)).store(consumed, std::memory_order_release);
     std::lock_guard<std::mutex> lk(sq_mu_);
-    if (!post_locked(reinterpret_cast<uint64_t>(ctrl(RdmaCtrl::published)), ctrl_mr_->lkey, 8,
-                     remote_.ctrl_addr + RdmaCtrl::consumed, remote_.ctrl_rkey, false, kWrite, nullptr))
+    if (!write_locked({.addr = ctrl(RdmaCtrl::published), .length = 8, .lkey = ctrl_mr_->lkey},
+                      peer_ctrl(RdmaCtrl::consumed)))
         return false;
     ++stats_.publishes;
     if (signaled_inflight_ && !reap_locked()) return false;
@@ -443,13 +428,13 @@ bool RdmaTransport::landed_covers(uint64_t peer_written) {
     const uint32_t max_len = ring::max_payload(ring_bytes_);
     while (pos < peer_written && pos - start < ring_bytes_) {
         const uint64_t off = pos & mask;
-        const uint32_t header = at<uint32_t>(ring_ + off).load(std::memory_order_acquire);
+        const uint32_t header = at<uint32_t>(ring_.data() + off).load(std::memory_order_acquire);
         const auto kind = ring::header_kind(header);
         const uint32_t len = ring::header_length(header);
         if (kind == ring::RecordKind::none) break;
         if (kind == ring::RecordKind::data ? (len > max_len || off + ring::record_bytes(len) > ring_bytes_) : len != 0)
             break;
-        const uint32_t footer = at<uint32_t>(ring_ + off + ring::footer_offset(len)).load(std::memory_order_acquire);
+        const uint32_t footer = at<uint32_t>(ring_.data() + off + ring::footer_offset(len)).load(std::memory_order_acquire);
         if (footer != ring::footer_for(header, pos)) break;
         pos += ring::record_bytes(len);
     }
@@ -465,28 +450,23 @@ bool RdmaTransport::arm(bool reader, bool on) {
         std::lock_guard<std::mutex> lk(sq_mu_);
         bool& set = reader ? reader_flag_set_ : writer_flag_set_;
         if (!on) {
-            if (set && post_locked(reinterpret_cast<uint64_t>(scratch_ + kScratchZero), scratch_mr_->lkey, 4,
-                                   remote_.ctrl_addr + flag, remote_.ctrl_rkey, false, kWrite, nullptr))
+            if (set && write_locked(scratch_buf(kScratchZero, 4), peer_ctrl(flag)))
                 ++stats_.flag_writes;
             set = false;
             return true;
         }
         // 1. our flag into the peer's ctrl block, 2. READ the peer's progress counter.
         // Same QP: the peer's responder executes the READ after the WRITE is placed.
-        if (!post_locked(reinterpret_cast<uint64_t>(scratch_ + kScratchOne), scratch_mr_->lkey, 4,
-                         remote_.ctrl_addr + flag, remote_.ctrl_rkey, false, kWrite, nullptr))
-            return true;
+        if (!write_locked(scratch_buf(kScratchOne, 4), peer_ctrl(flag))) return true;
         set = true;
         ++stats_.flag_writes;
         const size_t counter = reader ? RdmaCtrl::written : RdmaCtrl::published;
-        if (!post_locked(reinterpret_cast<uint64_t>(scratch_ + scratch_read_dst(kind)), scratch_mr_->lkey, 8,
-                         remote_.ctrl_addr + counter, remote_.ctrl_rkey, true, kind, &seq))
-            return true;
+        if (!read_locked(peer_ctrl(counter), scratch_buf(scratch_read_dst(kind), 8), kind, &seq)) return true;
         ++stats_.reads;
     }
     // 3. Wait for the answer. Broken (error or timeout): see the header.
     if (!wait_read(kind, seq)) return true;
-    const uint64_t peer = at<uint64_t>(scratch_ + scratch_read_dst(kind)).load(std::memory_order_acquire);
+    const uint64_t peer = at<uint64_t>(scratch_.data() + scratch_read_dst(kind)).load(std::memory_order_acquire);
     bool may_sleep;
     if (reader) {
         may_sleep = landed_covers(peer);
@@ -535,9 +515,8 @@ bool RdmaTransport::probe(int timeout_ms, std::string& err) {
     uint64_t seq = 0;
     {
         std::lock_guard<std::mutex> lk(sq_mu_);
-        if (!post_locked(reinterpret_cast<uint64_t>(scratch_ + scratch_read_dst(kReadFlush)), scratch_mr_->lkey, 8,
-                         remote_.ctrl_addr + RdmaCtrl::written, remote_.ctrl_rkey, true, kReadFlush, &seq)) {
-            err = error();
+        if (!read_locked(peer_ctrl(RdmaCtrl::written), scratch_buf(scratch_read_dst(kReadFlush), 8), kReadFlush, &seq)) {
+            err = error_;  // sq_mu_ is held: error() would take it again
             return false;
         }
     }

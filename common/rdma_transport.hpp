@@ -43,7 +43,10 @@
 #include <string>
 
 #include "rdma_device.hpp"
+#include "rdma_faults.hpp"
 #include "rdma_params.hpp"
+#include "rdma_verbs_objects.hpp"
+#include "rdma_work_request.hpp"
 #include "transport.hpp"
 
 namespace rdmasock {
@@ -83,13 +86,13 @@ public:
     };
 
     // Registers the receive ring (ring_bytes, ring::valid_capacity), the ctrl and
-    // scratch blocks, creates the CQ and the RC QP (RESET). fault: "rdma-qp-create"
-    // fails the QP creation, "rdma-qp-rtr" is remembered for connect(). Returns
-    // nullptr with a reason in err on failure. "rdma-dontfork" (a test hook, not a
-    // failure) forces MADV_DONTFORK even on a copy-on-fork kernel.
+    // scratch blocks, creates the CQ and the RC QP (RESET). faults: qp_create
+    // fails the QP creation, qp_rtr is remembered for connect(), dontfork (a test
+    // hook, not a failure) forces MADV_DONTFORK even on a copy-on-fork kernel.
+    // Returns nullptr with a reason in err on failure, having released everything.
     // inline_wanted: the max_inline_data asked for first (benchmarks ask for more
     // than kInlineWanted to sweep inline sizes; the device may give less).
-    static std::unique_ptr<RdmaTransport> create(RdmaDevice& dev, uint64_t ring_bytes, const std::string& fault,
+    static std::unique_ptr<RdmaTransport> create(RdmaDevice& dev, uint64_t ring_bytes, RdmaFaults faults,
                                                  std::string& err, uint32_t inline_wanted = kInlineWanted);
     ~RdmaTransport() override;
     RdmaTransport(const RdmaTransport&) = delete;
@@ -171,33 +174,38 @@ private:
     bool publish(uint64_t consumed);
     bool arm(bool reader, bool on);
     bool landed_covers(uint64_t peer_written);
-    // All *_locked functions run under sq_mu_.
-    bool post_locked(uint64_t local, uint32_t lkey, uint32_t len, uint64_t remote, uint32_t rkey, bool read,
-                     Kind kind, uint64_t* seq);
+    // All *_locked functions run under sq_mu_. A failed post breaks the transport.
+    bool write_locked(LocalBuffer from, RemoteBuffer to);
+    bool read_locked(RemoteBuffer from, LocalBuffer to, Kind kind, uint64_t* seq);
+    bool reserve_locked();
+    void posted_locked(bool signaled);
     bool wait_room_locked();
     bool reap_locked();
     void fail_locked(std::string why);
     bool wait_read(Kind kind, uint64_t seq);
-    uint8_t* ctrl(size_t off) const { return ctrl_ + off; }
+    uint8_t* ctrl(size_t off) const { return ctrl_.data() + off; }
+    LocalBuffer scratch_buf(size_t off, uint32_t len) const { return {scratch_.data() + off, len, scratch_mr_->lkey}; }
+    RemoteBuffer peer_ctrl(size_t off) const { return {remote_.ctrl_addr + off, remote_.ctrl_rkey}; }
 
     RdmaDevice& dev_;
-    std::string fault_;
+    RdmaFaults faults_;
     pid_t pid_ = 0;
     bool dontfork_ = false;  // registered pages are MADV_DONTFORK (see RdmaDevice::kernel_copies_on_fork)
 
-    uint8_t* ring_ = nullptr;
+    // Owners, in creation order: destroyed in reverse (QP, CQ, MRs, PD, pages).
+    MappedPages ring_;
     uint64_t ring_bytes_ = 0;
-    uint8_t* mirror_ = nullptr;
+    MappedPages mirror_;
     uint64_t mirror_bytes_ = 0;
-    uint8_t* ctrl_ = nullptr;
-    uint8_t* scratch_ = nullptr;
-    ibv_pd* pd_ = nullptr;  // this connection's own protection domain
-    ibv_mr* ring_mr_ = nullptr;
-    ibv_mr* mirror_mr_ = nullptr;
-    ibv_mr* ctrl_mr_ = nullptr;
-    ibv_mr* scratch_mr_ = nullptr;
-    ibv_cq* cq_ = nullptr;
-    ibv_qp* qp_ = nullptr;
+    MappedPages ctrl_;
+    MappedPages scratch_;
+    ProtectionDomain pd_;  // this connection's own protection domain
+    MemoryRegion ring_mr_;
+    MemoryRegion mirror_mr_;
+    MemoryRegion ctrl_mr_;
+    MemoryRegion scratch_mr_;
+    CompletionQueue cq_;
+    QueuePair qp_;
     uint32_t psn_ = 0;
     uint32_t max_inline_ = 0;
     uint32_t sq_depth_ = 0;

@@ -46,7 +46,7 @@ uint32_t g_max_inline = 0;  // what the last rdma-footer-inline QP read back
 
 std::unique_ptr<RdmaDevice> open_device(const RdmaOptions& r) {
     std::string err;
-    auto d = RdmaDevice::open(r.dev, r.gid, "", err);
+    auto d = RdmaDevice::open(r.dev, r.gid, RdmaFaults{}, err);
     if (!d) die_msg("RDMA device: " + err);
     return d;
 }
@@ -106,7 +106,7 @@ struct RingEnd {
     void open(int fd, const RdmaOptions& r, bool use_inline) {
         std::string err;
         dev = open_device(r);
-        t = RdmaTransport::create(*dev, r.ring, "", err, r.inline_wanted);
+        t = RdmaTransport::create(*dev, r.ring, RdmaFaults{}, err, r.inline_wanted);
         if (!t) die_msg("RdmaTransport::create: " + err);
         if (!use_inline) t->limit_inline(0);
         if (!t->connect(exchange(fd, t->local_params()), err)) die_msg("RdmaTransport::connect: " + err);

@@ -440,11 +440,11 @@ void setup_side(Side& s, bool server, int listener) {
     }
     std::string err;
     const auto t0 = Clock::now();
-    s.dev = RdmaDevice::process(server ? opt.server_dev : opt.client_dev, server ? opt.server_gid : opt.client_gid, "",
+    s.dev = RdmaDevice::process(server ? opt.server_dev : opt.client_dev, server ? opt.server_gid : opt.client_gid, RdmaFaults{},
                                 err);
     if (!s.dev) die("device: " + err);
     const auto t1 = Clock::now();
-    s.t = RdmaTransport::create(*s.dev, opt.ring, "", err);
+    s.t = RdmaTransport::create(*s.dev, opt.ring, RdmaFaults{}, err);
     if (!s.t) die("create: " + err);
     const auto t2 = Clock::now();
     // Exchange parameters (as the handshake would), through the wire format.
@@ -632,32 +632,32 @@ int check_fault() {
     const std::string& f = opt.fault;
     std::string err;
     if (f == "rdma-no-device" || f == "rdma-open") {
-        RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, f, err);
+        RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, RdmaFaults::parse(f), err);
         if (d || err.empty()) die(f + ": device opened anyway");
         printf("INFO fault %s: RdmaDevice::process failed: %s\n", f.c_str(), err.c_str());
         // The injected failure is not cached: the real device still opens afterwards.
         std::string err2;
-        if (!RdmaDevice::process(opt.client_dev, opt.client_gid, "", err2)) die("device after fault: " + err2);
-        auto u = RdmaDevice::open(opt.client_dev, opt.client_gid, f, err2);
+        if (!RdmaDevice::process(opt.client_dev, opt.client_gid, RdmaFaults{}, err2)) die("device after fault: " + err2);
+        auto u = RdmaDevice::open(opt.client_dev, opt.client_gid, RdmaFaults::parse(f), err2);
         if (u) die(f + ": RdmaDevice::open succeeded anyway");
     } else if (f == "rdma-qp-create") {
-        RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, "", err);
+        RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, RdmaFaults{}, err);
         if (!d) die("device: " + err);
-        auto t = RdmaTransport::create(*d, opt.ring, f, err);
+        auto t = RdmaTransport::create(*d, opt.ring, RdmaFaults::parse(f), err);
         if (t || err.empty()) die(f + ": transport created anyway");
         printf("INFO fault %s: RdmaTransport::create failed: %s\n", f.c_str(), err.c_str());
         std::string err2;
-        if (!RdmaTransport::create(*d, opt.ring, "", err2)) die("create after fault: " + err2);
+        if (!RdmaTransport::create(*d, opt.ring, RdmaFaults{}, err2)) die("create after fault: " + err2);
     } else if (f == "rdma-qp-rtr") {
-        RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, "", err);
+        RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, RdmaFaults{}, err);
         if (!d) die("device: " + err);
-        auto a = RdmaTransport::create(*d, opt.ring, f, err);
-        auto b = RdmaTransport::create(*d, opt.ring, "", err);
+        auto a = RdmaTransport::create(*d, opt.ring, RdmaFaults::parse(f), err);
+        auto b = RdmaTransport::create(*d, opt.ring, RdmaFaults{}, err);
         if (!a || !b) die("create: " + err);
         if (a->connect(b->local_params(), err) || err.empty()) die(f + ": connect succeeded anyway");
         printf("INFO fault %s: RdmaTransport::connect failed: %s\n", f.c_str(), err.c_str());
         // Without the fault, a loopback pair on one device connects and carries a record.
-        auto c = RdmaTransport::create(*d, opt.ring, "", err);
+        auto c = RdmaTransport::create(*d, opt.ring, RdmaFaults{}, err);
         if (!c) die("create: " + err);
         if (!b->connect(c->local_params(), err) || !c->connect(b->local_params(), err)) die("loopback connect: " + err);
         const char hello[] = "hello";
@@ -698,26 +698,26 @@ void loopback_traffic(RdmaTransport& a, RdmaTransport& b, int n, uint64_t& pos) 
 int check_fork() {
     g_role = "fork";
     std::string err;
-    RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, "", err);
+    RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, RdmaFaults{}, err);
     if (!d) die("device: " + err);
     // RDMA_PAIR_DONTFORK=1: MADV_DONTFORK even where the kernel copies on fork.
     const bool dontfork = getenv("RDMA_PAIR_DONTFORK") && std::string(getenv("RDMA_PAIR_DONTFORK")) == "1";
     const std::string hook = dontfork ? "rdma-dontfork" : "";
-    auto a = RdmaTransport::create(*d, opt.ring, hook, err);
-    auto b = a ? RdmaTransport::create(*d, opt.ring, hook, err) : nullptr;
+    auto a = RdmaTransport::create(*d, opt.ring, RdmaFaults::parse(hook), err);
+    auto b = a ? RdmaTransport::create(*d, opt.ring, RdmaFaults::parse(hook), err) : nullptr;
     if (!a || !b) die("create: " + err);
     if (!a->connect(b->local_params(), err) || !b->connect(a->local_params(), err)) die("loopback connect: " + err);
     uint64_t pos = 0;
     loopback_traffic(*a, *b, 50, pos);  // the registered pages are touched before the fork
-    const bool copies = RdmaDevice::kernel_copies_on_fork() && !dontfork;
-    printf("INFO fork: kernel copies pinned pages on fork: %s; %s\n", RdmaDevice::kernel_copies_on_fork() ? "yes" : "no",
+    const bool copies = d->kernel_copies_on_fork() && !dontfork;
+    printf("INFO fork: kernel copies pinned pages on fork: %s; %s\n", d->kernel_copies_on_fork() ? "yes" : "no",
            copies ? "the child gets a frozen copy of the rings" : "rings are MADV_DONTFORK, absent in the child");
     fflush(stdout);
     pid_t c = fork();
     if (c == 0) {
         std::string e1, e2;
-        RdmaDevice* again = RdmaDevice::process(opt.client_dev, opt.client_gid, "", e1);
-        auto t2 = RdmaTransport::create(*d, opt.ring, "", e2);
+        RdmaDevice* again = RdmaDevice::process(opt.client_dev, opt.client_gid, RdmaFaults{}, e1);
+        auto t2 = RdmaTransport::create(*d, opt.ring, RdmaFaults{}, e2);
         if (again || t2 || e1.empty() || e2.empty()) {
             printf("FAIL fork: the child could use the parent's device\n");
             _exit(1);
@@ -737,7 +737,7 @@ int check_fork() {
     // The parent's connection still works: its registered pages did not turn
     // copy-on-write under the NIC (records land where the reader looks).
     loopback_traffic(*a, *b, 200, pos);
-    auto t3 = RdmaTransport::create(*d, opt.ring, "", err);
+    auto t3 = RdmaTransport::create(*d, opt.ring, RdmaFaults{}, err);
     if (!t3) die("parent after fork: " + err);
     printf("PASS fork: verbs device refused in the forked child, parent's connection unaffected (%llu bytes)\n",
            static_cast<unsigned long long>(pos));
@@ -749,11 +749,11 @@ int check_fork() {
 int check_big() {
     g_role = "big";
     std::string err;
-    RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, "", err);
+    RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, RdmaFaults{}, err);
     if (!d) die("device: " + err);
     const uint64_t ring = 64ull << 20;
-    auto a = RdmaTransport::create(*d, ring, "", err);
-    auto b = a ? RdmaTransport::create(*d, ring, "", err) : nullptr;
+    auto a = RdmaTransport::create(*d, ring, RdmaFaults{}, err);
+    auto b = a ? RdmaTransport::create(*d, ring, RdmaFaults{}, err) : nullptr;
     if (!a || !b) die("create: " + err);
     if (!a->connect(b->local_params(), err) || !b->connect(a->local_params(), err)) die("loopback connect: " + err);
     const size_t len = 12u << 20;
@@ -782,11 +782,11 @@ int check_big() {
 int check_isolation() {
     g_role = "isolation";
     std::string err;
-    RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, "", err);
+    RdmaDevice* d = RdmaDevice::process(opt.client_dev, opt.client_gid, RdmaFaults{}, err);
     if (!d) die("device: " + err);
     std::unique_ptr<RdmaTransport> t[4];
     for (auto& x : t)
-        if (!(x = RdmaTransport::create(*d, opt.ring, "", err))) die("create: " + err);
+        if (!(x = RdmaTransport::create(*d, opt.ring, RdmaFaults{}, err))) die("create: " + err);
     auto& [a1, b1, a2, b2] = t;
     RdmaParams spoof = b1->local_params();
     spoof.ring_addr = b2->local_params().ring_addr;  // the victim: connection 2's ring

@@ -1,7 +1,6 @@
 // RDMA prerequisites: libibverbs, the devices and their ports, what the
 // transport itself would open (common/rdma_device.cpp's choice, so the GID index
 // printed is the one connections use), and the memlock limit for registration.
-#include <dlfcn.h>
 #include <infiniband/verbs.h>
 #include <sys/resource.h>
 
@@ -10,6 +9,7 @@
 
 #include "doctor_checks.hpp"
 #include "rdma_device.hpp"
+#include "rdma_verbs_api.hpp"
 
 namespace rdmasock::cli {
 
@@ -18,10 +18,10 @@ namespace {
 std::string kib(uint64_t b) { return std::to_string(b >> 10) + " KiB"; }
 
 // One line per device: every port's state and link layer.
-Check device_line(ibv_device* d) {
-    const std::string name = ibv_get_device_name(d);
+Check device_line(const VerbsApi& api, ibv_device* d) {
+    const std::string name = api.get_device_name(d);
     errno = 0;
-    ibv_context* ctx = ibv_open_device(d);
+    ibv_context* ctx = api.open_device(d);
     if (!ctx) {
         int e = errno ? errno : ENODEV;
         std::string fix = (e == EACCES || e == EPERM) ? ": give the user access to /dev/infiniband/uverbs* (group rdma)"
@@ -31,16 +31,16 @@ Check device_line(ibv_device* d) {
     ibv_device_attr attr{};
     std::string ports;
     bool active = false;
-    if (ibv_query_device(ctx, &attr) == 0) {
+    if (api.query_device(ctx, &attr) == 0) {
         for (uint8_t p = 1; p <= attr.phys_port_cnt; ++p) {
             ibv_port_attr pa{};
-            if (ibv_query_port(ctx, p, &pa) != 0) continue;
+            if (api.query_port(ctx, p, &pa) != 0) continue;
             active |= pa.state == IBV_PORT_ACTIVE;
             ports += std::string(ports.empty() ? "" : ", ") + "port " + std::to_string(p) + " " +
-                     ibv_port_state_str(pa.state) + (pa.link_layer == IBV_LINK_LAYER_ETHERNET ? " (RoCE)" : " (IB)");
+                     api.port_state_str(pa.state) + (pa.link_layer == IBV_LINK_LAYER_ETHERNET ? " (RoCE)" : " (IB)");
         }
     }
-    ibv_close_device(ctx);
+    api.close_device(ctx);
     if (ports.empty()) ports = "no port could be queried";
     if (active) return {Level::ok, "rdma: device " + name, ports};
     return {Level::warn, "rdma: device " + name,
@@ -50,14 +50,14 @@ Check device_line(ibv_device* d) {
 }  // namespace
 
 void check_rdma(const Config& cfg, Checks& out) {
-    // librdmasock.so is linked against libibverbs.so.1: without it the preload cannot load at all.
-    if (void* h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL)) {
-        dlclose(h);
-        out.push_back({Level::ok, "libibverbs", "libibverbs.so.1 loads"});
+    // librdmasock.so loads libibverbs.so.1 at the first RDMA use: without it the
+    // preload still works (shm, TCP) and RDMA stays off.
+    std::string load_err;
+    const VerbsApi* api = verbs_api(load_err);
+    if (api) {
+        out.push_back({Level::ok, "libibverbs", std::string(kVerbsSoname) + " loads"});
     } else {
-        const char* e = dlerror();
-        out.push_back({Level::fail, "libibverbs", std::string(e ? e : "dlopen failed") +
-                                                      "; install libibverbs1 (and ibverbs-providers for the drivers)"});
+        out.push_back({Level::warn, "libibverbs", load_err + "; without it connections use shm or TCP, never RDMA"});
         return;
     }
 
@@ -78,10 +78,10 @@ void check_rdma(const Config& cfg, Checks& out) {
 
     int count = 0;
     errno = 0;
-    ibv_device** list = ibv_get_device_list(&count);
+    ibv_device** list = api->get_device_list(&count);
     int e = errno;
     if (!list || count == 0) {
-        if (list) ibv_free_device_list(list);
+        if (list) api->free_device_list(list);
         std::string why = !list && e == ENOSYS ? "the kernel has no RDMA (verbs) support"
                                                : "ibv_get_device_list found none";
         out.push_back({Level::warn, "rdma: devices",
@@ -90,12 +90,12 @@ void check_rdma(const Config& cfg, Checks& out) {
                        "rxe0 type rxe netdev IFACE)"});
         return;
     }
-    for (int i = 0; i < count; ++i) out.push_back(device_line(list[i]));
-    ibv_free_device_list(list);
+    for (int i = 0; i < count; ++i) out.push_back(device_line(*api, list[i]));
+    api->free_device_list(list);
 
     // Exactly what a connection would open (RDMASOCK_DEVICE, RDMASOCK_GID_INDEX respected).
     std::string err;
-    auto dev = RdmaDevice::open(cfg.rdma_device, cfg.gid_index, "", err);
+    auto dev = RdmaDevice::open(cfg.rdma_device, cfg.gid_index, RdmaFaults{}, err);
     if (dev) {
         out.push_back({Level::ok, "rdma: transport",
                        "would use " + dev->describe() + " (GID index " + std::to_string(dev->gid_index()) + ")"});

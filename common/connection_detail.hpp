@@ -12,25 +12,17 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
 #include "connection.hpp"
+#include "wait_engine.hpp"
 
 namespace rdmasock::detail {
 
-inline int64_t now_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-inline void cpu_relax() { __builtin_ia32_pause(); }
-
-// How long a waiter watches the ring after the transport said "bytes in flight"
-// before asking the peer again (see wait_for).
-constexpr int64_t kInFlightSpinUs = 50;
+// One clock and one pause for the whole library (wait_engine.hpp).
+using wait::now_us;
+using wait::cpu_relax;
 
 inline size_t iov_total(const iovec* iov, int n) {
     size_t t = 0;

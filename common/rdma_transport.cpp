@@ -1,5 +1,7 @@
 #include "rdma_transport.hpp"
 
+#include "wait_engine.hpp"
+
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -30,8 +32,7 @@ uint32_t wr_covered(uint64_t id) { return static_cast<uint32_t>(id & 0xffff); }
 uint64_t wr_kind(uint64_t id) { return (id >> 16) & 3; }
 uint64_t wr_seq(uint64_t id) { return id >> 20; }
 
-
-inline void cpu_relax() { __builtin_ia32_pause(); }
+using wait::cpu_relax;
 
 template <class T>
 std::atomic_ref<T> at(uint8_t* p) {

@@ -229,6 +229,12 @@ void forget_interest(EpollSet& set, int epfd, std::unordered_map<int, Interest>:
     set.fds.erase(it);
 }
 
+// A set whose fd was closed: its cold interests give their arms and drains back.
+void retire_set(EpollSet& set) {
+    std::lock_guard<std::mutex> lk(set.mu);
+    for (auto& [fd, in] : set.fds) warm(set, in, false);
+}
+
 // wait_engine hooks for epoll_wait on a set that holds ring-driven interests.
 struct EpollWait {
     int epfd;
@@ -528,14 +534,25 @@ void epoll_forget(int fd, bool tracked_socket) {
     }
     // Set locks are taken without g_mu held: a thread inside a wait may hold a
     // set lock and need g_mu.
-    if (closed) {  // the set's cold interests give their arms and drains back
-        std::lock_guard<std::mutex> lk(closed->mu);
-        for (auto& [f, in] : closed->fds) warm(*closed, in, false);
-    }
+    if (closed) retire_set(*closed);
     for (auto& [epfd, set] : sets) {
         std::lock_guard<std::mutex> lk(set->mu);
         if (auto it = set->fds.find(fd); it != set->fds.end()) forget_interest(*set, epfd, it);
     }
+}
+
+void epoll_forget_sets_in(unsigned first, unsigned last) {
+    if (!g_any.load(std::memory_order_relaxed)) return;
+    std::vector<std::shared_ptr<EpollSet>> closed;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        for (auto it = g_sets->begin(); it != g_sets->end();) {
+            const auto fd = static_cast<unsigned>(it->first);
+            if (fd >= first && fd <= last) closed.push_back(it->second), it = g_sets->erase(it);
+            else ++it;
+        }
+    }
+    for (auto& set : closed) retire_set(*set);
 }
 
 }  // namespace rdmasock::shim

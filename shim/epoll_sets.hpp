@@ -28,5 +28,8 @@ int epoll_wait_impl(int epfd, epoll_event* events, int max, int timeout_ms, cons
 // close() of an fd: drop the set it names, and (for a tracked socket) drop it
 // from every set.
 void epoll_forget(int fd, bool tracked_socket);
+// close_range/closefrom: drop every set named by an fd in [first, last] (their
+// idle interests give back their arms and drains).
+void epoll_forget_sets_in(unsigned first, unsigned last);
 
 }  // namespace rdmasock::shim

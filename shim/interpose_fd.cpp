@@ -25,6 +25,7 @@ namespace {
 void forget_range(unsigned first, unsigned last) {
     if (first > last || in_vfork_child()) return;
     for (int fd : fd_table().present_in(first, last)) forget_fd(fd);
+    epoll_forget_sets_in(first, last);
 }
 
 }  // namespace

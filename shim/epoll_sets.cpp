@@ -541,6 +541,23 @@ void epoll_forget(int fd, bool tracked_socket) {
     }
 }
 
+void epoll_forget_socket(const Socket* sock) {
+    if (!g_any.load(std::memory_order_relaxed)) return;
+    std::vector<std::pair<int, std::shared_ptr<EpollSet>>> sets;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        for (auto& [epfd, set] : *g_sets) sets.emplace_back(epfd, set);
+    }
+    for (auto& [epfd, set] : sets) {
+        std::lock_guard<std::mutex> lk(set->mu);
+        for (auto it = set->fds.begin(); it != set->fds.end();) {
+            auto next = std::next(it);
+            if (it->second.sock.get() == sock) forget_interest(*set, epfd, it);
+            it = next;
+        }
+    }
+}
+
 void epoll_forget_sets_in(unsigned first, unsigned last) {
     if (!g_any.load(std::memory_order_relaxed)) return;
     std::vector<std::shared_ptr<EpollSet>> closed;

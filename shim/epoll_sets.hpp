@@ -19,6 +19,10 @@
 #include <signal.h>
 #include <sys/epoll.h>
 
+namespace rdmasock {
+struct Socket;
+}
+
 namespace rdmasock::shim {
 
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev);
@@ -28,6 +32,9 @@ int epoll_wait_impl(int epfd, epoll_event* events, int max, int timeout_ms, cons
 // close() of an fd: drop the set it names, and (for a tracked socket) drop it
 // from every set.
 void epoll_forget(int fd, bool tracked_socket);
+// The last fd of a socket that was ever dup'd closed: its registrations may sit
+// under another number (the kernel keys them by file, we by fd): drop them all.
+void epoll_forget_socket(const Socket* sock);
 // close_range/closefrom: drop every set named by an fd in [first, last] (their
 // idle interests give back their arms and drains).
 void epoll_forget_sets_in(unsigned first, unsigned last);

@@ -13,15 +13,18 @@ namespace rdmasock::shim {
 
 void forget_fd(int fd) {
     bool last = false;
+    std::shared_ptr<Socket> dupped;  // its last fd: registrations under other numbers go too
     if (auto s = fd_table().take(fd)) {
         last = s->fd_refs.load() == 1;
         // The connection lives on through another fd: it must not keep using this
         // number, which the kernel may hand to the next open.
         if (!last && s->conn && s->conn->fd() == fd) s->conn->keep_own_fd();
+        if (last && s->dupped.load(std::memory_order_relaxed)) dupped = s;
         release_socket(s);
     }
     // As in the kernel, epoll registrations last until the socket's last fd closes.
     epoll_forget(fd, last);
+    if (dupped) epoll_forget_socket(dupped.get());
 }
 
 int track_dup(int oldfd, int newfd) {
@@ -29,6 +32,7 @@ int track_dup(int oldfd, int newfd) {
     if (fd_table().contains(newfd)) forget_fd(newfd);  // a stale entry: the kernel says the number was free
     if (auto s = fd_table().get(oldfd)) {
         s->fd_refs.fetch_add(1);
+        s->dupped.store(true, std::memory_order_relaxed);
         fd_table().put(newfd, s);
     }
     return newfd;

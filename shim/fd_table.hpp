@@ -19,6 +19,7 @@ struct Socket {
     bool nonblocking = false;
     int registry_fd = -1;              // listener: our same-host registry entry
     std::atomic<int> fd_refs{1};
+    std::atomic<bool> dupped{false};   // ever had a second fd (epoll registrations may sit under either)
     std::atomic<uint64_t> plain_tx{0}, plain_rx{0};  // bytes counted for statistics
     shim::StatSlotRef stat;            // its line in `rdmasock stat`
 

@@ -23,7 +23,10 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do srv_env+=("$1"); shift; done
 [ "${1:-}" = -- ] && shift
 cli_env=("$@")
 addr=${STREAM_CHECK_ADDR:-${RDMA_VM_ADDR_B:-${RDMA_VM_ADDR:-127.0.0.1}}}
-port=$((30000 + RANDOM % 20000))
+# Below the ephemeral range and unused in any state: a random port up there could
+# be held by a client socket of an earlier test (the server's bind then fails).
+. tests/integration/helpers/free_port.sh
+port=$(free_port) || exit 2
 tmp=$(mktemp -d /tmp/shim_pair.XXXXXX)
 trap 'pkill -9 -f "stream_check serve $port"; rm -rf "$tmp"' EXIT
 

@@ -36,7 +36,9 @@ srv=$!
 for _ in $(seq 1 200); do "${srv_run[@]}" ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep 0.05; done
 if [ "$expect" = killed ]; then
     # The server process itself (not env/timeout in front of it).
-    ( sleep "${KILL_AFTER:-2}"; pkill -9 -f "stream_check serve $port" ) &
+    # The premise (a transfer in flight) is checked, not assumed: a server that
+    # had already exited when the kill came makes the run fail with that reason.
+    ( sleep "${KILL_AFTER:-2}"; pkill -9 -f "stream_check serve $port" || touch "$tmp/kill-missed" ) &
 fi
 as=()
 [ -n "${CLIENT_AS:-}" ] && as=(setpriv --reuid="$CLIENT_AS" --regid="$(id -g "$CLIENT_AS")" --clear-groups)
@@ -50,6 +52,7 @@ src=$?
 echo "client (exit $crc after ${took}s):"; sed 's/^/  /' "$tmp/cli.out" "$tmp/cli.err"
 echo "server (exit $src):"; sed 's/^/  /' "$tmp/srv.out" "$tmp/srv.err"
 if [ "$expect" = killed ]; then
+    [ -e "$tmp/kill-missed" ] && { echo "shim_pair: the server was gone before the kill: the transfer was not in flight (use more BYTES)"; exit 1; }
     [ $crc -ne 0 ] && [ $crc -ne 124 ] || { echo "shim_pair: the client should fail (not hang, not succeed) after the server was killed"; exit 1; }
     grep -q "transport=rdma" "$tmp/cli.err" || { echo "shim_pair: the client was not on rdma"; exit 1; }
     echo "shim_pair: client failed cleanly after ${took}s"

@@ -1,5 +1,7 @@
 #include "connection_detail.hpp"
 
+#include <sys/stat.h>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -14,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "downgrade.hpp"
 #include "log.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
@@ -38,6 +41,12 @@ int current_pid() {
 }
 void refresh_current_pid() { g_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed); }
 
+namespace {
+std::atomic<uint64_t> g_forks{0};
+}
+uint64_t fork_generation() { return g_forks.load(std::memory_order_acquire); }
+void note_fork() { g_forks.fetch_add(1, std::memory_order_acq_rel); }
+
 const char* to_string(Phase p) {
     switch (p) {
         case Phase::undecided: return "undecided";
@@ -60,6 +69,8 @@ Connection::Connection(int fd, Role role, bool nonblocking, const Config& config
       spin_(config.spin_us, config.spin_max_us) {
     // A client stays plain unless set_offer() finds a shimmed peer.
     if (role == Role::client) phase_.store(Phase::plain);
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) == 0) inode_ = st.st_ino;
 }
 
 Connection::~Connection() {
@@ -176,6 +187,7 @@ void Connection::upgrade(std::unique_ptr<Transport> t) {
     no_delay(fd_);
     transport_ = std::move(t);
     owner_pid_ = current_pid();
+    fork_gen_ = fork_generation();
     phase_.store(Phase::upgraded, std::memory_order_release);
     RS_LOG(info, "fd %d: upgraded to %s", fd_, transport_->name());
 }
@@ -246,7 +258,12 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
     if (!settle(flags, true)) return -1;
     switch (phase()) {
         case Phase::failed: errno = ECONNRESET; return -1;
-        case Phase::upgraded: return ring_send(iov, iovcnt, flags);
+        case Phase::upgraded:
+            if (!owned_by_this_process()) {  // a forked child: both processes go on over TCP
+                if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+                return send(iov, iovcnt, flags);
+            }
+            return ring_send(iov, iovcnt, flags);
         case Phase::rv_listen:
         case Phase::rv_pending:
         case Phase::rv_offered:
@@ -265,7 +282,12 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
     switch (phase()) {
         case Phase::failed: errno = ECONNRESET; return -1;
         case Phase::upgraded:
-        case Phase::rv_accepted: return ring_recv(iov, iovcnt, flags);
+        case Phase::rv_accepted:
+            if (!owned_by_this_process()) {
+                if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+                return recv(iov, iovcnt, flags);
+            }
+            return ring_recv(iov, iovcnt, flags);
         case Phase::rv_listen:
         case Phase::rv_pending:
         case Phase::rv_offered: return tcp_recv(iov, iovcnt, flags);
@@ -314,9 +336,18 @@ int Connection::shutdown(int how) {
         wake_local();
         std::lock_guard<std::mutex> lk(write_mu_);
         if (owned_by_this_process()) {
-            switch_tx_locked();  // the FIN record comes after every TCP byte
-            // The FIN record follows the data in the ring; wait briefly for space.
-            for (int i = 0; i < 1000 && transport_->writer().write_fin() == ring::RingStatus::would_block; ++i) usleep(1000);
+            // The FIN record follows the data in the ring; wait briefly for space
+            // (never holding the direction's busy word while asleep).
+            for (int i = 0; i < 1000; ++i, usleep(1000)) {
+                if (tx_enter_locked() != Way::ring) {
+                    kernel_shutdown(fd_, SHUT_WR);  // back on TCP: the kernel's FIN
+                    break;
+                }
+                switch_tx_locked();  // the FIN record comes after every TCP byte
+                auto st = transport_->writer().write_fin();
+                tx_leave_locked();
+                if (st != ring::RingStatus::would_block) break;
+            }
             ring_doorbell();
         }
     }
@@ -350,9 +381,22 @@ void Connection::close_last_reference() {
     // tells the peer, which then reports ECONNRESET as TCP would.
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close()) {
         std::lock_guard<std::mutex> lk(write_mu_);
-        switch_tx_locked();
-        // Best effort: if the ring is full the kernel's FIN still ends the stream.
-        if (transport_->writer().write_fin() == ring::RingStatus::ok) ring_doorbell();
+        if (fork_gen_ != fork_generation() && transport_->tx_control()) {
+            // A child forked since the upgrade may hold the socket: only the
+            // kernel knows when the stream ends. What the peer has not read
+            // goes to TCP, and the kernel's FIN, if any, follows it.
+            downgrade::lock(transport_->tx_control()->writer_busy, current_pid());
+            take_back_locked();
+            downgrade::unlock(transport_->tx_control()->writer_busy);
+        } else if (tx_enter_locked() == Way::ring) {
+            // (tx_enter serves a take-back the peer asked for: a peer that
+            // closes never leaves bytes its reader asked for behind.)
+            switch_tx_locked();
+            // Best effort: if the ring is full the kernel's FIN still ends the stream.
+            auto st = transport_->writer().write_fin();
+            tx_leave_locked();
+            if (st == ring::RingStatus::ok) ring_doorbell();
+        }
         shut_wr_ = true;
     }
 }

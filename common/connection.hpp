@@ -5,6 +5,7 @@
 //   connection_inband.cpp        the in-band handshake (RDMA)
 //   connection_stream.cpp        ring send/recv and what they count
 //   connection_doorbell.cpp      doorbells, waiting (through wait_engine.hpp), readiness
+//   connection_downgrade.cpp     the way back to TCP (downgrade.hpp)
 // The shim's interposers find a Connection by fd and call it; the kernel calls it needs come in through SocketOps, so tests
 // can drive it without LD_PRELOAD.
 //
@@ -100,7 +101,17 @@ public:
 
     // Advances a handshake or rendezvous as far as it goes without blocking or
     // syscalls of its own; poll and epoll call it before asking for readiness.
-    void step() { while (progress()) {} }
+    void step() {
+        if (phase() == Phase::upgraded) serve_downgrade();
+        while (progress()) {}
+    }
+    // Moves the whole connection back onto its TCP socket, in order, nothing
+    // lost (docs/protocol.md, "Downgrade"): before the socket leaves the
+    // shim's hands (exec, SCM_RIGHTS, fdopen, splice, a forked child). Waits
+    // until the peer has sent back what this side had not read. True when the
+    // connection is plain now (or never left TCP); false when its transport
+    // cannot go back (RDMA) or the peer's socket vanished with bytes unread.
+    bool hand_over(const char* why);
     // Readiness for poll/epoll; does no I/O (call step() first). `wanted` is POLLIN|POLLOUT|POLLRDHUP...; the
     // result holds the poll bits true now. `kernel_events` receives what to
     // wait for on the kernel fd while sleeping (0: nothing of ours, use the
@@ -138,6 +149,9 @@ public:
     // private dup, if any, and use no fd number from now on (calls get EBADF).
     void retire_fd();
     bool holds_own_fd() const { return own_fd_; }
+    // The socket's inode (fstat at creation): its identity under any fd number,
+    // in any process that shares our memory (a vfork child after its dup2).
+    uint64_t socket_inode() const { return inode_; }
     // SO_LINGER {1, 0} is set: the close must reset, not end, the stream.
     bool abortive_close() const;
 
@@ -176,6 +190,25 @@ private:
     void become_plain(const char* why);
     void become_failed(const char* why);
     void upgrade(std::unique_ptr<Transport> t);
+
+    // The downgrade (connection_downgrade.cpp). tx_enter/rx_enter bracket each
+    // ring write/read (holding write_mu_/read_mu_): they take the busy word of
+    // the direction and say whether the ring is still the way.
+    enum class Way : uint8_t { ring, tcp, wait };  // wait: we asked, the peer has not taken back yet
+    Way tx_enter_locked();
+    void tx_leave_locked();
+    Way rx_enter_locked();
+    void rx_leave_locked();
+    // Someone started the way back and this side has its part to do.
+    bool downgrade_due();
+    void serve_downgrade();
+    void take_back_locked();  // holding write_mu_ and writer_busy
+    void finish_downgrade();  // both directions back: plain from now on
+    bool rx_back();
+    bool rx_waiting_back();
+    bool tx_back();
+    ssize_t tcp_send_locked(const iovec* iov, int iovcnt, int flags);
+    std::string downgrade_why_;
 
     bool progress_rendezvous(bool may_syscall);
     // Kernel I/O in the rv_* phases, counting the bytes that went over TCP.
@@ -259,6 +292,8 @@ private:
     void wake_local();
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
     int owner_pid_ = 0;
+    uint64_t fork_gen_ = 0;  // fork_generation() when owner_pid_ was set
+    uint64_t inode_ = 0;
     uint64_t tx_bytes_ = 0, rx_bytes_ = 0;
     std::unique_ptr<ShmRendezvous> rv_;
     uint64_t tcp_tx_ = 0;                 // bytes sent over TCP before the ring took over
@@ -276,5 +311,9 @@ private:
 // The pid cache the shim keeps current across fork (getpid() is a syscall).
 int current_pid();
 void refresh_current_pid();
+// Grows in a process each time it forks (pthread_atfork, parent side): a
+// connection upgraded before the last fork may have a child holding its socket.
+uint64_t fork_generation();
+void note_fork();
 
 }  // namespace rdmasock

@@ -70,6 +70,14 @@ inline size_t kernel_inq(int fd) {
     return q > 0 ? static_cast<size_t>(q) : 0;
 }
 
+// The kernel's shutdown(2): ::shutdown is interposed, and for a connection
+// still marked upgraded it would only end the ring.
+inline void kernel_shutdown(int fd, int how) {
+    int saved = errno;
+    syscall(SYS_shutdown, fd, how);
+    errno = saved;
+}
+
 // Phases in which this side holds rings (and an eventfd on the side-channel path).
 inline bool has_rings(Phase p) { return p == Phase::upgraded || p == Phase::rv_accepted; }
 

@@ -181,10 +181,13 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             // Only what the app waits for: a FIN kept readable would wake a writer for nothing.
             *kernel_events = in ? POLLIN : (peer_fin_.load() ? 0 : POLLRDHUP);
             // The peer's bytes before its switch are still on TCP.
-            pollfd p{fd_, static_cast<short>(in | (wanted & POLLRDHUP)), 0};
+            // Sends back on TCP (connection_downgrade.cpp): the kernel says when it may write.
+            const short kout = tx_back() ? out : 0;
+            if (kout) *kernel_events |= kout;
+            pollfd p{fd_, static_cast<short>(in | kout | (wanted & POLLRDHUP)), 0};
             ops_.poll(&p, 1, 0);
             r |= p.revents;
-            if (out && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
+            if (out && !kout && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
             if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in);
             return r;
         }

@@ -36,6 +36,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             }
             transport_ = std::move(t);
             owner_pid_ = current_pid();
+            fork_gen_ = fork_generation();
             peer_inode_ = rv_->peer_socket().inode;
             phase_.store(Phase::rv_accepted, std::memory_order_release);
             RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);
@@ -97,6 +98,10 @@ bool Connection::progress_rendezvous(bool may_syscall) {
 
 ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
     std::lock_guard<std::mutex> lk(write_mu_);
+    return tcp_send_locked(iov, iovcnt, flags);
+}
+
+ssize_t Connection::tcp_send_locked(const iovec* iov, int iovcnt, int flags) {
     msghdr mh{};
     mh.msg_iov = const_cast<iovec*>(iov);
     mh.msg_iovlen = static_cast<size_t>(iovcnt);
@@ -133,7 +138,7 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
 }
 
 void Connection::switch_tx_locked() {
-    if (tx_switched_) return;
+    if (tx_switched_ || tx_back()) return;
     tx_switched_ = true;
     if (auto* sw = transport_->tx_switch()) {
         sw->store(tcp_tx_, std::memory_order_release);
@@ -145,6 +150,7 @@ void Connection::switch_tx_locked() {
 bool Connection::rx_on_tcp() {
     auto* sw = transport_->rx_switch();
     if (!sw) return false;
+    if (rx_back()) return true;  // the peer's bytes after our place come over TCP now
     uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
     if (at == RingControl::kNotSwitched) {
         at = sw->load(std::memory_order_acquire);
@@ -210,6 +216,8 @@ void Connection::drain_side_channel_locked() {
     if (n == 0) {
         RS_LOG(debug, "fd %d: peer closed its socket", fd_);
         peer_closed_.store(true);
+    } else if (n > 0 && rx_back()) {
+        // The peer took its direction back to TCP between our two looks.
     } else if (n > 0) {
         RS_LOG(error, "fd %d: bytes on the TCP stream after the switch to the ring (written around the shim); resetting", fd_);
         peer_reset_.store(true);

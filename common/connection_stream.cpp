@@ -15,15 +15,10 @@ using namespace detail;
 
 ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     std::lock_guard<std::mutex> lk(write_mu_);
-    if (!owned_by_this_process()) {
-        errno = EIO;  // documented: an upgraded connection belongs to the process that upgraded it
-        return -1;
-    }
     if (!user_iov_ok(iov, iovcnt)) {
         errno = EFAULT;  // TCP copies first and fails; the ring would crash in memcpy
         return -1;
     }
-    switch_tx_locked();
     const size_t want = iov_total(iov, iovcnt);
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     auto& w = transport_->writer();
@@ -41,7 +36,15 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             return -1;
         }
         IovCursor cur(iov, iovcnt, total);
+        if (tx_enter_locked() != Way::ring) {
+            // Back on TCP (connection_downgrade.cpp): the rest follows what was sent again there.
+            ssize_t n = tcp_send_locked(cur.v, cur.n, flags);
+            if (n < 0) return total > 0 ? static_cast<ssize_t>(total) : -1;
+            return static_cast<ssize_t>(total + static_cast<size_t>(n));
+        }
+        switch_tx_locked();
         auto r = w.writev(cur.v, cur.n);
+        tx_leave_locked();
         if (r.bytes > 0) {
             total += r.bytes;
             tx_bytes_ += r.bytes;
@@ -65,7 +68,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             errno = EAGAIN;
             return -1;
         }
-        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed() || shut_wr_.load(); }, false,
+        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed() || shut_wr_.load() || downgrade_due(); }, false,
                             timeout_for(true));
         if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -88,10 +91,6 @@ ring::IoResult peek_count(ring::RingReader& rd, size_t len) {
 
 ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     std::lock_guard<std::mutex> lk(read_mu_);
-    if (!owned_by_this_process()) {
-        errno = EIO;
-        return -1;
-    }
     if (shut_rd_) return 0;
     const bool peek = flags & MSG_PEEK;
     const bool fault = !(flags & MSG_TRUNC) && !user_iov_ok(iov, iovcnt);
@@ -105,11 +104,12 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     auto& rd = transport_->reader();
     size_t total = 0;
     for (;;) {
+        if (downgrade_due()) serve_downgrade();  // the peer asked for our sends back
         if (rx_on_tcp()) {
             // Bytes the peer sent before its switch: from TCP, never past the offset.
             uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
             size_t room = want - total;
-            if (at != RingControl::kNotSwitched) room = std::min<uint64_t>(room, at - tcp_rx_.load());
+            if (at != RingControl::kNotSwitched && !rx_back()) room = std::min<uint64_t>(room, at - tcp_rx_.load());
             IovCursor cur(iov, iovcnt, total);
             size_t keep = 0;
             int n = 0;
@@ -138,7 +138,24 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 return -1;
             }
             if (shut_rd_.load()) return static_cast<ssize_t>(total);
-            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load(); }, true, timeout_for(false));
+            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due(); }, true, timeout_for(false));
+            if (res != Wait::ready) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                errno = res == Wait::timeout ? EAGAIN : EINTR;
+                return -1;
+            }
+            continue;
+        }
+        const Way way = rx_enter_locked();
+        if (way == Way::tcp) continue;  // back on TCP: rx_on_tcp() says so now
+        if (way == Way::wait) {
+            // We asked the peer to send our unread bytes again over TCP (hand_over).
+            if (nb) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                errno = EAGAIN;
+                return -1;
+            }
+            auto res = wait_for([&] { return !rx_waiting_back() || shut_rd_.load(); }, true, timeout_for(false));
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = res == Wait::timeout ? EAGAIN : EINTR;
@@ -148,13 +165,17 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         }
         // TCP fails a copy into a bad buffer only when there is something to copy,
         // and leaves the bytes queued; MSG_TRUNC discards without copying.
-        if (fault && rd.poll() == ring::RingStatus::ok) {
+        const bool efault = fault && rd.poll() == ring::RingStatus::ok;
+        IovCursor cur(iov, iovcnt, total);
+        ring::IoResult r;
+        if (!efault)
+            r = !(flags & MSG_TRUNC) ? rd.readv(cur.v, cur.n, !peek) : peek ? peek_count(rd, want - total) : rd.skip(want - total);
+        rx_leave_locked();
+        if (efault) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = EFAULT;
             return -1;
         }
-        IovCursor cur(iov, iovcnt, total);
-        auto r = !(flags & MSG_TRUNC) ? rd.readv(cur.v, cur.n, !peek) : peek ? peek_count(rd, want - total) : rd.skip(want - total);
         if (r.bytes > 0) {
             total += r.bytes;
             if (!peek) {
@@ -210,7 +231,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             return -1;
         }
         if (shut_rd_.load()) return static_cast<ssize_t>(total);  // shutdown(SHUT_RD) from another thread
-        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed() || shut_rd_.load(); },
+        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed() || shut_rd_.load() || rx_back() || downgrade_due(); },
                             true, timeout_for(false));
         if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);

@@ -47,6 +47,13 @@ public:
 
     uint64_t capacity() const { return capacity_; }
     uint64_t consumed() const { return consumed_; }
+    uint32_t partial() const { return partial_; }
+    // Continue from another reader's exact place (a forked copy that fell
+    // behind, or a writer reading back its own ring for a downgrade).
+    void seek(uint64_t position, uint32_t partial) {
+        consumed_ = published_ = position;
+        partial_ = partial;
+    }
     RingStatus status() const { return broken_ ? RingStatus::broken : RingStatus::ok; }
     const std::string& error() const { return error_; }
 

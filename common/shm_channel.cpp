@@ -5,7 +5,7 @@ namespace rdmasock {
 namespace {
 
 constexpr uint64_t kMagic = 0x6b636f73616d6472ull;  // "rdmasock"
-constexpr uint32_t kLayoutVersion = 2;
+constexpr uint32_t kLayoutVersion = 3;
 constexpr size_t kPage = 4096;
 
 struct SegmentHeader {
@@ -15,6 +15,7 @@ struct SegmentHeader {
     uint64_t ring_capacity;
 };
 
+static_assert(sizeof(RingControl) <= kPage);
 size_t control_offset(int side) { return kPage + side * kPage; }
 size_t ring_offset(int side, uint64_t capacity) { return 3 * kPage + side * capacity; }
 

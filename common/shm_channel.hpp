@@ -15,21 +15,9 @@
 #include "ring_reader.hpp"
 #include "ring_writer.hpp"
 #include "memfd_segment.hpp"
+#include "ring_control.hpp"
 
 namespace rdmasock {
-
-// Per-ring shared state, each field on its own cache line (one writer each).
-struct RingControl {
-    alignas(64) std::atomic<uint64_t> consumed{0};       // reader -> writer: flow control
-    alignas(64) std::atomic<uint32_t> writer_waiting{0};  // writer sleeps until space frees
-    alignas(64) std::atomic<uint32_t> reader_waiting{0};  // reader sleeps until a record lands
-    // Side-channel connections start on TCP: the writer of this ring stores here
-    // how many bytes it sent over TCP before its first ring byte (kNotSwitched:
-    // still on TCP). Its reader takes bytes from TCP up to that offset, then from
-    // the ring (docs/protocol.md, "Switching at a byte offset").
-    static constexpr uint64_t kNotSwitched = ~0ull;
-    alignas(64) std::atomic<uint64_t> switch_at{kNotSwitched};
-};
 
 class ShmChannel {
 public:
@@ -50,6 +38,7 @@ public:
     ring::RingReader& reader() { return *reader_; }
     RingControl& tx_control() { return *tx_control_; }  // the ring we write
     RingControl& rx_control() { return *rx_control_; }  // the ring we read
+    uint8_t* tx_ring() { return sink_.ring; }            // the ring we write (in the peer's view: its rx)
 
     static size_t segment_size(uint64_t ring_capacity);
 

@@ -39,6 +39,9 @@ public:
     }
     std::atomic<uint64_t>* tx_switch() override { return wake_ >= 0 ? &ch_->tx_control().switch_at : nullptr; }
     std::atomic<uint64_t>* rx_switch() override { return wake_ >= 0 ? &ch_->rx_control().switch_at : nullptr; }
+    RingControl* tx_control() override { return wake_ >= 0 ? &ch_->tx_control() : nullptr; }
+    RingControl* rx_control() override { return wake_ >= 0 ? &ch_->rx_control() : nullptr; }
+    uint8_t* tx_ring() override { return ch_->tx_ring(); }
     const char* name() const override { return "shm"; }
     ring::RingWriter& writer() override { return ch_->writer(); }
     ring::RingReader& reader() override { return ch_->reader(); }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ring_control.hpp"
 #include "ring_reader.hpp"
 #include "ring_writer.hpp"
 
@@ -56,6 +57,12 @@ public:
     // carry every byte from the start (in-band negotiation).
     virtual std::atomic<uint64_t>* tx_switch() { return nullptr; }
     virtual std::atomic<uint64_t>* rx_switch() { return nullptr; }
+    // The way back to TCP (downgrade.hpp): the shared state of each direction
+    // and the memory of the ring we write (a take-back reads it). Null: this
+    // transport cannot hand its stream back (RDMA, for now).
+    virtual RingControl* tx_control() { return nullptr; }
+    virtual RingControl* rx_control() { return nullptr; }
+    virtual uint8_t* tx_ring() { return nullptr; }
     // Extra words for the statistics line ("" or " key=value ...").
     virtual std::string stats_detail() const { return {}; }
 };

@@ -13,5 +13,9 @@ int track_dup(int oldfd, int newfd);
 // dup2/dup3 over a tracked `newfd`: forget it first, unless the call will fail
 // anyway (oldfd not open), which must leave newfd as it is.
 void before_replace(int oldfd, int newfd);
+// A vfork child about to dup2 a socket / close a range: hand the sockets it
+// keeps back to TCP first (interpose_handover.cpp).
+void vfork_child_dup(int oldfd);
+void vfork_child_closing(unsigned first, unsigned last);
 
 }  // namespace rdmasock::shim

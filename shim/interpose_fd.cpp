@@ -23,7 +23,8 @@ namespace {
 
 // close_range/closefrom: every tracked socket in the range.
 void forget_range(unsigned first, unsigned last) {
-    if (first > last || in_vfork_child()) return;
+    if (first > last) return;
+    if (in_vfork_child()) return vfork_child_closing(first, last);
     for (int fd : fd_table().present_in(first, last)) forget_fd(fd);
     epoll_forget_sets_in(first, last);
 }
@@ -40,11 +41,13 @@ int close(int fd) {
 int dup(int fd) { return track_dup(fd, calls().dup(fd)); }
 
 int dup2(int oldfd, int newfd) {
+    if (in_vfork_child()) vfork_child_dup(oldfd);
     before_replace(oldfd, newfd);
     return track_dup(oldfd, calls().dup2(oldfd, newfd));
 }
 
 int dup3(int oldfd, int newfd, int flags) {
+    if (in_vfork_child()) vfork_child_dup(oldfd);
     before_replace(oldfd, newfd);
     return track_dup(oldfd, calls().dup3(oldfd, newfd, flags));
 }

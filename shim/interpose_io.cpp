@@ -93,6 +93,7 @@ ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* add
 }
 
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
+    if (msg && msg->msg_controllen) before_passing_fds(msg);
     Call h;
     if (active(fd, h)) return conn_send(*h.s, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
     return count(fd, calls().sendmsg(fd, msg, flags), true);

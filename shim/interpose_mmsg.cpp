@@ -25,6 +25,8 @@ int64_t now_ns() {
 extern "C" {
 
 int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
+    for (unsigned i = 0; msgs && i < vlen && i < UIO_MAXIOV; ++i)
+        if (msgs[i].msg_hdr.msg_controllen) before_passing_fds(&msgs[i].msg_hdr);
     Call h;
     if (!active(fd, h)) {
         int r = calls().sendmmsg(fd, msgs, vlen, flags);

@@ -37,5 +37,8 @@ ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_ma
 ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
 ssize_t recv_one(Socket& s, void* buf, size_t n, int flags);
 ssize_t send_one(Socket& s, const void* buf, size_t n, int flags);
+// A message passing fds (SCM_RIGHTS): each carried connection among them goes
+// back to TCP first (interpose_handover.cpp).
+void before_passing_fds(const msghdr* msg);
 
 }  // namespace rdmasock::shim

@@ -34,7 +34,7 @@ __attribute__((constructor)) void init() {
     for (const auto& e : errors) log_message(LogLevel::error, "%s", e.c_str());
     real::calls();
     refresh_current_pid();
-    pthread_atfork(nullptr, nullptr, after_fork_child);
+    pthread_atfork(nullptr, note_fork, after_fork_child);
     std::atexit(at_exit);
     RS_LOG(debug, "loaded: transport=%s ring=%llu spin_us=%u", to_string(g_config->transport),
            static_cast<unsigned long long>(g_config->ring_bytes), g_config->spin_us);

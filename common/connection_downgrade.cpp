@@ -1,0 +1,258 @@
+// The way back from the rings to the TCP socket, as the Connection drives it
+// (the protocol itself: downgrade.hpp; docs/protocol.md, "Downgrade").
+//
+// Who does what: the side whose socket is about to leave the shim's hands
+// calls hand_over(): it takes back its own sends at once and asks the peer to
+// take back the peer's. The peer does its part at its next look at the
+// connection (a call, or poll/epoll woken by the doorbell): serve_downgrade().
+// Each side turns plain once both of its directions are back.
+#include "connection_detail.hpp"
+
+#include <cstring>
+
+#include "downgrade.hpp"
+#include "log.hpp"
+
+namespace rdmasock {
+
+using namespace detail;
+
+namespace {
+
+using downgrade::state;
+constexpr auto kRing = RingControl::ring, kAsked = RingControl::asked, kBack = RingControl::back;
+
+}  // namespace
+
+bool Connection::tx_back() {
+    auto* c = transport_->tx_control();
+    return c && state(*c) == kBack;
+}
+
+bool Connection::rx_back() {
+    auto* c = transport_->rx_control();
+    return c && state(*c) == kBack;
+}
+
+bool Connection::rx_waiting_back() {
+    auto* c = transport_->rx_control();
+    return c && state(*c) == kAsked;
+}
+
+bool Connection::downgrade_due() {
+    if (!has_rings(phase())) return false;
+    auto* t = transport_->tx_control();
+    if (!t) return false;
+    const auto ts = state(*t), rs = state(*transport_->rx_control());
+    // The peer asked for our sends, or took its own back (the whole connection
+    // goes), or both are back and only the phase is left to change.
+    return ts == kAsked || (ts == kRing && rs == kBack) || (ts == kBack && rs == kBack);
+}
+
+void Connection::serve_downgrade() {
+    if (!downgrade_due()) return;
+    if (!owned_by_this_process()) {
+        hand_over("a forked child used the connection");
+        return;
+    }
+    {
+        // A thread holding write_mu_ is a writer; its wait wakes on the same
+        // doorbell and serves the take-back itself.
+        std::unique_lock<std::mutex> wl(write_mu_, std::try_to_lock);
+        if (!wl.owns_lock()) return;
+        if (!tx_back()) {
+            auto* c = transport_->tx_control();
+            downgrade::lock(c->writer_busy, current_pid());
+            take_back_locked();
+            downgrade::unlock(c->writer_busy);
+        }
+    }
+    finish_downgrade();
+}
+
+void Connection::take_back_locked() {
+    auto* c = transport_->tx_control();
+    if (state(*c) == kBack) return;
+    // The take-back's bytes go out with the socket's own blocking mode ignored:
+    // they were already "sent" as far as our application knows, like bytes in
+    // a kernel send queue. A full socket buffer waits for the reader.
+    struct Out final : downgrade::Resend {
+        Connection& conn;
+        explicit Out(Connection& c) : conn(c) {}
+        bool send_all(const void* data, size_t len) override {
+            const char* p = static_cast<const char*>(data);
+            while (len > 0) {
+                ssize_t n = conn.ops_.send(conn.fd_, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n > 0) {
+                    p += n;
+                    len -= static_cast<size_t>(n);
+                    continue;
+                }
+                if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+                pollfd pw{conn.fd_, POLLOUT, 0};
+                conn.ops_.poll(&pw, 1, 1000);
+            }
+            return true;
+        }
+        void end_of_stream() override {}
+    } out(*this);
+    const int saved = errno;
+    auto t = downgrade::take_back(*c, transport_->tx_ring(), transport_->writer().capacity(), current_pid(), out);
+    if (!t.ok) {
+        // A ring that fails validation or a socket gone mid-resend: the stream
+        // cannot continue in order. Loudly, as TCP reports a broken connection.
+        RS_LOG(error, "fd %d: taking the ring back to tcp failed (%s); resetting", fd_, t.err.c_str());
+        peer_reset_.store(true);
+        kernel_shutdown(fd_, SHUT_RDWR);
+    } else {
+        RS_LOG(info, "fd %d: sends back on tcp, %llu unread ring bytes sent again there%s", fd_,
+               static_cast<unsigned long long>(t.resent), t.fin ? ", then the end of stream" : "");
+        // The FIN we had put in the ring (or meant to) becomes the kernel's.
+        if (t.fin || shut_wr_.load()) kernel_shutdown(fd_, SHUT_WR);
+    }
+    errno = saved;
+    transport_->ring_peer();  // its reader looks at the state, its writer takes back its own
+}
+
+Connection::Way Connection::tx_enter_locked() {
+    auto* c = transport_->tx_control();
+    if (!c) return Way::ring;
+    downgrade::lock(c->writer_busy, current_pid());
+    if (state(*c) == kRing && state(*transport_->rx_control()) != kBack) return Way::ring;
+    take_back_locked();
+    downgrade::unlock(c->writer_busy);
+    return Way::tcp;
+}
+
+void Connection::tx_leave_locked() {
+    auto* c = transport_->tx_control();
+    if (!c) return;
+    downgrade::unlock(c->writer_busy);
+    // The writer's half of the Dekker handshake with an asking reader (downgrade.hpp).
+    if (state(*c) != kRing || state(*transport_->rx_control()) == kBack) {
+        downgrade::lock(c->writer_busy, current_pid());
+        take_back_locked();
+        downgrade::unlock(c->writer_busy);
+    }
+}
+
+Connection::Way Connection::rx_enter_locked() {
+    auto* c = transport_->rx_control();
+    if (!c) return Way::ring;
+    downgrade::lock(c->reader_busy, current_pid());
+    const auto s = state(*c);
+    if (s == kRing) {
+        // Another process sharing the ring (a forked copy) may have read since.
+        auto& rd = transport_->reader();
+        const uint64_t pos = c->read_pos.load(std::memory_order_acquire);
+        const uint32_t part = c->read_partial.load(std::memory_order_acquire);
+        if (rd.consumed() != pos || rd.partial() != part) rd.seek(pos, part);
+        return Way::ring;
+    }
+    downgrade::unlock(c->reader_busy);
+    return s == kBack ? Way::tcp : Way::wait;
+}
+
+void Connection::rx_leave_locked() {
+    auto* c = transport_->rx_control();
+    if (!c) return;
+    auto& rd = transport_->reader();
+    c->read_pos.store(rd.consumed(), std::memory_order_release);
+    c->read_partial.store(rd.partial(), std::memory_order_release);
+    downgrade::unlock(c->reader_busy);
+}
+
+void Connection::finish_downgrade() {
+    const Phase ph = phase();
+    if (ph != Phase::upgraded && ph != Phase::rv_accepted) return;
+    if (!tx_back() || !rx_back()) return;
+    std::lock_guard<std::mutex> lk(handshake_mu_);
+    if (phase() != ph) return;
+    fallback_reason_ = downgrade_why_.empty() ? "the peer handed the stream back to tcp" : "handed back to tcp: " + downgrade_why_;
+    if (rv_) rv_->close();
+    phase_.store(Phase::plain, std::memory_order_release);
+    RS_LOG(info, "fd %d: back on tcp (%s)", fd_, fallback_reason_.c_str());
+    wake_local();  // sleepers of this side look again: the kernel answers now
+}
+
+bool Connection::hand_over(const char* why) {
+    while (progress()) {}  // a rendezvous the server has switched becomes `upgraded`
+    switch (phase()) {
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered: {
+            // No ring yet: every byte is on TCP; make sure none ever moves.
+            std::lock_guard<std::mutex> lk(handshake_mu_);
+            const Phase p = phase();
+            if (p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered) become_plain(why);
+            return true;
+        }
+        case Phase::upgraded:
+        case Phase::rv_accepted: break;
+        default: return true;  // plain or failed: the kernel has it all
+    }
+    if (!transport_->tx_control()) {
+        RS_LOG(warn, "fd %d: a %s connection cannot go back to tcp (%s): its bytes stay with this process", fd_,
+               transport_->name(), why);
+        return false;
+    }
+    {
+        std::lock_guard<std::mutex> lk(handshake_mu_);
+        if (downgrade_why_.empty()) downgrade_why_ = why;
+    }
+    RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);
+    const int32_t me = current_pid();
+    {  // Our sends: back at once, with what the peer had not read yet.
+        std::lock_guard<std::mutex> lk(write_mu_);
+        auto* c = transport_->tx_control();
+        downgrade::lock(c->writer_busy, me);
+        take_back_locked();
+        downgrade::unlock(c->writer_busy);
+    }
+    auto* rc = transport_->rx_control();
+    auto ask_once = [&] {
+        std::lock_guard<std::mutex> lk(read_mu_);
+        downgrade::lock(rc->reader_busy, me);
+        auto& rd = transport_->reader();
+        rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+        auto s = downgrade::ask(*rc);
+        if (s == kAsked && downgrade::writer_idle(*rc) && rd.poll() == ring::RingStatus::would_block)
+            s = downgrade::complete_alone(*rc);
+        downgrade::unlock(rc->reader_busy);
+        return s;
+    };
+    if (ask_once() != kBack) {
+        transport_->ring_peer();
+        const int64_t start = now_us();
+        int64_t next_note = start + 5000000;
+        while (state(*rc) != kBack) {
+            pollfd p[2] = {{transport_->wake_fd(), POLLIN, 0}, {fd_, POLLRDHUP, 0}};
+            ops_.poll(p, 2, 100);
+            if (p[0].revents & POLLIN) transport_->drain_wake();
+            if (state(*rc) == kBack) break;
+            if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                // The peer's socket ended without its part: a peer that closes
+                // serves the take-back first, so it died. What is left in the
+                // ring has nobody to send it again.
+                std::lock_guard<std::mutex> lk(read_mu_);
+                downgrade::lock(rc->reader_busy, me);
+                size_t left = transport_->reader().readable_bytes();
+                rc->back_state.store(kBack, std::memory_order_seq_cst);
+                downgrade::unlock(rc->reader_busy);
+                if (left > 0)
+                    RS_LOG(error, "fd %d: the peer's socket closed before it took back %zu unread bytes; they are lost with it",
+                           fd_, left);
+                break;
+            }
+            if (now_us() >= next_note) {
+                RS_LOG(warn, "fd %d: still waiting for the peer to take back the bytes it wrote (%s); it does at its next call",
+                       fd_, why);
+                next_note += 5000000;
+            }
+        }
+    }
+    finish_downgrade();
+    return phase() == Phase::plain;
+}
+
+}  // namespace rdmasock

@@ -1,0 +1,100 @@
+#include "downgrade.hpp"
+
+#include <sched.h>
+#include <signal.h>
+
+#include <cerrno>
+
+#include "ring_reader.hpp"
+
+namespace rdmasock::downgrade {
+
+namespace {
+
+bool alive(int32_t pid) {
+    int saved = errno;
+    bool gone = ::kill(pid, 0) != 0 && errno == ESRCH;
+    errno = saved;
+    return !gone;
+}
+
+struct NoPublisher final : ring::ConsumedPublisher {
+    bool publish_consumed(uint64_t) override { return true; }  // the ring is done with
+};
+
+}  // namespace
+
+bool try_lock(std::atomic<int32_t>& word, int32_t pid) {
+    int32_t free = 0;
+    return word.compare_exchange_strong(free, pid, std::memory_order_seq_cst);
+}
+
+void lock(std::atomic<int32_t>& word, int32_t pid) {
+    for (uint32_t spins = 1;; ++spins) {
+        if (try_lock(word, pid)) return;
+        if (spins % 1024 == 0) {
+            // Holders never sleep with it, so a long wait means a dead holder
+            // (a process killed inside a ring call): take it over.
+            int32_t holder = word.load(std::memory_order_relaxed);
+            if (holder != 0 && !alive(holder) && word.compare_exchange_strong(holder, pid)) return;
+        }
+        sched_yield();
+    }
+}
+
+void unlock(std::atomic<int32_t>& word) { word.store(0, std::memory_order_seq_cst); }
+
+TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid, Resend& out) {
+    TakeBack t;
+    // The reader's place is final only while it cannot read; it holds the lock
+    // for one copy at most. Mark the direction back before letting go, and send
+    // only after: its next read then comes from TCP, and a resend that fills the
+    // socket buffer waits for that reader instead of deadlocking on the lock.
+    lock(c.reader_busy, pid);
+    if (state(c) == RingControl::back) {
+        unlock(c.reader_busy);
+        return t;
+    }
+    NoPublisher none;
+    ring::RingReader rest(ring, capacity, none);
+    rest.seek(c.read_pos.load(std::memory_order_acquire), c.read_partial.load(std::memory_order_acquire));
+    c.back_state.store(RingControl::back, std::memory_order_seq_cst);
+    unlock(c.reader_busy);
+    uint8_t buf[16384];
+    for (;;) {
+        ring::IoResult r = rest.read(buf, sizeof buf);
+        if (r.bytes > 0) {
+            if (!out.send_all(buf, r.bytes)) {
+                t.ok = false;
+                t.err = "the socket failed during the take-back";
+                return t;
+            }
+            t.resent += r.bytes;
+            continue;
+        }
+        if (r.status == ring::RingStatus::eof) {
+            t.fin = true;
+            out.end_of_stream();
+        } else if (r.status == ring::RingStatus::broken) {
+            t.ok = false;
+            t.err = rest.error();
+        }
+        return t;
+    }
+}
+
+RingControl::Back ask(RingControl& c) {
+    uint32_t s = RingControl::ring;
+    if (c.back_state.compare_exchange_strong(s, RingControl::asked, std::memory_order_seq_cst)) return RingControl::asked;
+    return static_cast<RingControl::Back>(s);
+}
+
+bool writer_idle(const RingControl& c) { return c.writer_busy.load(std::memory_order_seq_cst) == 0; }
+
+RingControl::Back complete_alone(RingControl& c) {
+    uint32_t a = RingControl::asked;
+    c.back_state.compare_exchange_strong(a, RingControl::back, std::memory_order_seq_cst);
+    return state(c);
+}
+
+}  // namespace rdmasock::downgrade

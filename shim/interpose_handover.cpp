@@ -1,0 +1,238 @@
+// Calls after which the shim no longer sees a socket's bytes: exec (the new
+// program reads the kernel socket), SCM_RIGHTS (another process does),
+// fdopen (stdio reads and writes through libc's internal calls) and splice
+// (the kernel moves the bytes). Before each, the connection goes back to TCP
+// in order (Connection::hand_over; docs/protocol.md, "Downgrade"), so the
+// bytes are where the new reader or writer looks, and it stays plain TCP.
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "fd_table.hpp"
+#include "log.hpp"
+#include "shim_state.hpp"
+
+using namespace rdmasock;
+using namespace rdmasock::shim;
+
+namespace {
+
+template <class F>
+F next(const char* name) {
+    return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+#define REAL(name) static auto real_##name = next<decltype(&::name)>(#name)
+
+// A connection the shim carries on something other than its TCP socket.
+bool carried(const Socket& s) { return s.conn && !s.conn->is_plain(); }
+
+void hand_over_fd(int fd, const char* why) {
+    if (fd < 0 || !fd_table().contains(fd)) return;
+    auto s = fd_table().get(fd);
+    if (s && carried(*s)) s->conn->hand_over(why);
+}
+
+// Socket inodes that an exec keeps: every fd without FD_CLOEXEC, by the
+// kernel's own list (raw syscalls: a vfork child may run this, and its fd
+// table can differ from ours, e.g. after its dup2 onto 0, 1 or 2).
+std::vector<ino_t> inherited_socket_inodes(unsigned skip_first = 1, unsigned skip_last = 0) {
+    std::vector<ino_t> out;
+    int dir = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir < 0) return out;
+    alignas(8) char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+            off += d->d_reclen;
+            char* end;
+            long fd = strtol(d->d_name, &end, 10);
+            if (*end || end == d->d_name || fd == dir) continue;
+            if (static_cast<unsigned long>(fd) >= skip_first && static_cast<unsigned long>(fd) <= skip_last) continue;
+            int fl = static_cast<int>(syscall(SYS_fcntl, static_cast<int>(fd), F_GETFD));
+            struct stat st;
+            if (fl < 0 || (fl & FD_CLOEXEC) || syscall(SYS_fstat, static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
+                continue;
+            out.push_back(st.st_ino);
+        }
+    }
+    syscall(SYS_close, dir);
+    return out;
+}
+
+// Before exec, posix_spawn, system or popen: every carried connection whose
+// socket the new program inherits, under whatever fd number it has there.
+void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip_last = 0) {
+    const int saved = errno;
+    std::vector<ino_t> kept = inherited_socket_inodes(skip_first, skip_last);
+    if (!kept.empty()) {
+        // By inode: a vfork child may have closed our number (close_fds) and
+        // dup2'ed the socket onto another.
+        for (int fd : fd_table().present_in(0, INT_MAX)) {
+            auto s = fd_table().get(fd);
+            if (!s || !carried(*s)) continue;
+            for (ino_t ino : kept)
+                if (ino == s->conn->socket_inode()) {
+                    s->conn->hand_over(why);
+                    break;
+                }
+        }
+    }
+    errno = saved;
+}
+
+// SCM_RIGHTS: the receiver reads the kernel socket.
+void hand_over_passed(const msghdr* msg) {
+    if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return;
+    const int saved = errno;
+    for (cmsghdr* c = CMSG_FIRSTHDR(const_cast<msghdr*>(msg)); c; c = CMSG_NXTHDR(const_cast<msghdr*>(msg), c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) continue;
+        const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; ++i) {
+            int fd;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            hand_over_fd(fd, "passed to another process (SCM_RIGHTS)");
+        }
+    }
+    errno = saved;
+}
+
+std::vector<char*> collect_args(const char* first, va_list ap, char*** envp) {
+    std::vector<char*> argv{const_cast<char*>(first)};
+    while (argv.back()) argv.push_back(va_arg(ap, char*));
+    if (envp) *envp = va_arg(ap, char**);
+    return argv;
+}
+
+}  // namespace
+
+namespace rdmasock::shim {
+// sendmsg/sendmmsg (interpose_io.cpp, interpose_mmsg.cpp) call this first.
+void before_passing_fds(const msghdr* msg) { hand_over_passed(msg); }
+
+// A vfork child can only exec or exit, and it closes fds before its exec
+// (subprocess's close_fds): the connection's eventfds among them, without
+// which its peer cannot be woken to take back. So the hand-over happens at
+// the child's dup2 of the socket, and at its close_range for the sockets it
+// keeps (interpose_fd.cpp), while those eventfds are still open.
+void vfork_child_dup(int oldfd) { hand_over_fd(oldfd, "exec (a vfork child's dup2)"); }
+void vfork_child_closing(unsigned first, unsigned last) { hand_over_inherited("exec (a vfork child's close_range)", first, last); }
+}  // namespace rdmasock::shim
+
+extern "C" {
+
+int execve(const char* path, char* const argv[], char* const envp[]) {
+    REAL(execve);
+    hand_over_inherited("exec");
+    return real_execve(path, argv, envp);
+}
+
+int execv(const char* path, char* const argv[]) {
+    REAL(execv);
+    hand_over_inherited("exec");
+    return real_execv(path, argv);
+}
+
+int execvp(const char* file, char* const argv[]) {
+    REAL(execvp);
+    hand_over_inherited("exec");
+    return real_execvp(file, argv);
+}
+
+int execvpe(const char* file, char* const argv[], char* const envp[]) {
+    REAL(execvpe);
+    hand_over_inherited("exec");
+    return real_execvpe(file, argv, envp);
+}
+
+int fexecve(int fd, char* const argv[], char* const envp[]) {
+    REAL(fexecve);
+    hand_over_inherited("exec");
+    return real_fexecve(fd, argv, envp);
+}
+
+int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+    hand_over_inherited("exec");
+    return static_cast<int>(syscall(SYS_execveat, dirfd, path, argv, envp, flags));
+}
+
+// The list forms reach execve inside libc, where no interposer sees them.
+int execl(const char* path, const char* arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    auto argv = collect_args(arg, ap, nullptr);
+    va_end(ap);
+    return execv(path, argv.data());
+}
+
+int execlp(const char* file, const char* arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    auto argv = collect_args(arg, ap, nullptr);
+    va_end(ap);
+    return execvp(file, argv.data());
+}
+
+int execle(const char* path, const char* arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    char** envp = nullptr;
+    auto argv = collect_args(arg, ap, &envp);
+    va_end(ap);
+    return execve(path, argv.data(), envp);
+}
+
+int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
+                char* const argv[], char* const envp[]) {
+    REAL(posix_spawn);
+    hand_over_inherited("posix_spawn");
+    return real_posix_spawn(pid, path, fa, attr, argv, envp);
+}
+
+int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
+                 char* const argv[], char* const envp[]) {
+    REAL(posix_spawnp);
+    hand_over_inherited("posix_spawn");
+    return real_posix_spawnp(pid, file, fa, attr, argv, envp);
+}
+
+int system(const char* command) {
+    REAL(system);
+    if (command) hand_over_inherited("system()");
+    return real_system(command);
+}
+
+FILE* popen(const char* command, const char* type) {
+    REAL(popen);
+    hand_over_inherited("popen()");
+    return real_popen(command, type);
+}
+
+FILE* fdopen(int fd, const char* mode) {
+    REAL(fdopen);
+    hand_over_fd(fd, "fdopen (stdio reads and writes it directly)");
+    return real_fdopen(fd, mode);
+}
+
+ssize_t splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags) {
+    REAL(splice);
+    hand_over_fd(fd_in, "splice");
+    hand_over_fd(fd_out, "splice");
+    return real_splice(fd_in, off_in, fd_out, off_out, len, flags);
+}
+
+}  // extern "C"

@@ -71,6 +71,17 @@ Connection::Connection(int fd, Role role, bool nonblocking, const Config& config
     if (role == Role::client) phase_.store(Phase::plain);
     struct stat st;
     if (syscall(SYS_fstat, fd, &st) == 0) inode_ = st.st_ino;
+    if (config.fault.find("handover") != std::string::npos) {
+        uint64_t seed = static_cast<uint64_t>(now_us()) * 6364136223846793005ull ^ static_cast<uint64_t>(fd) << 32 ^ getpid();
+        seed ^= seed >> 29;
+        handover_at_ = 1 + seed % (16u << 20);
+    }
+}
+
+void Connection::fault_handover() {
+    if (!handover_at_ || tx_bytes_ + rx_bytes_ < handover_at_ || phase() != Phase::upgraded) return;
+    handover_at_ = 0;
+    hand_over("fault point: handover");
 }
 
 Connection::~Connection() {
@@ -256,6 +267,7 @@ bool Connection::settle(int flags, bool for_write) {
 
 ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
     if (!settle(flags, true)) return -1;
+    if (handover_at_) fault_handover();
     switch (phase()) {
         case Phase::failed: errno = ECONNRESET; return -1;
         case Phase::upgraded:
@@ -279,6 +291,7 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
 
 ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
     if (!settle(flags, false)) return -1;
+    if (handover_at_) fault_handover();
     switch (phase()) {
         case Phase::failed: errno = ECONNRESET; return -1;
         case Phase::upgraded:

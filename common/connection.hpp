@@ -209,6 +209,16 @@ private:
     bool tx_back();
     ssize_t tcp_send_locked(const iovec* iov, int iovcnt, int flags);
     std::string downgrade_why_;
+    // hand_over() has begun: whichever thread holds write_mu_ / read_mu_ does
+    // that side's part (a writer asleep on a full ring, a reader asleep on an
+    // empty one must not keep hand_over waiting for their locks).
+    std::atomic<bool> handing_over_{false};
+    bool ask_pending();      // handing over, and our receives not yet asked for
+    void ask_locked();       // holding read_mu_: ask the peer for our receives
+    // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way
+    // (random per connection, 0 = off); the downgrade stress test.
+    uint64_t handover_at_ = 0;
+    void fault_handover();
 
     bool progress_rendezvous(bool may_syscall);
     // Kernel I/O in the rv_* phases, counting the bytes that went over TCP.

@@ -118,7 +118,8 @@ Connection::Way Connection::tx_enter_locked() {
     auto* c = transport_->tx_control();
     if (!c) return Way::ring;
     downgrade::lock(c->writer_busy, current_pid());
-    if (state(*c) == kRing && state(*transport_->rx_control()) != kBack) return Way::ring;
+    if (state(*c) == kRing && state(*transport_->rx_control()) != kBack && !handing_over_.load(std::memory_order_relaxed))
+        return Way::ring;
     take_back_locked();
     downgrade::unlock(c->writer_busy);
     return Way::tcp;
@@ -136,9 +137,28 @@ void Connection::tx_leave_locked() {
     }
 }
 
+bool Connection::ask_pending() {
+    if (!handing_over_.load(std::memory_order_relaxed)) return false;
+    auto* c = transport_->rx_control();
+    return c && state(*c) == kRing;
+}
+
+void Connection::ask_locked() {
+    auto* rc = transport_->rx_control();
+    downgrade::lock(rc->reader_busy, current_pid());
+    auto& rd = transport_->reader();
+    rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+    auto s = downgrade::ask(*rc);
+    if (s == kAsked && downgrade::writer_idle(*rc) && rd.poll() == ring::RingStatus::would_block)
+        s = downgrade::complete_alone(*rc);
+    downgrade::unlock(rc->reader_busy);
+    if (s != kBack) transport_->ring_peer();  // its writer takes back at its next look
+}
+
 Connection::Way Connection::rx_enter_locked() {
     auto* c = transport_->rx_control();
     if (!c) return Way::ring;
+    if (ask_pending()) ask_locked();
     downgrade::lock(c->reader_busy, current_pid());
     const auto s = state(*c);
     if (s == kRing) {
@@ -202,27 +222,31 @@ bool Connection::hand_over(const char* why) {
     }
     RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);
     const int32_t me = current_pid();
-    {  // Our sends: back at once, with what the peer had not read yet.
-        std::lock_guard<std::mutex> lk(write_mu_);
-        auto* c = transport_->tx_control();
-        downgrade::lock(c->writer_busy, me);
-        take_back_locked();
-        downgrade::unlock(c->writer_busy);
-    }
     auto* rc = transport_->rx_control();
-    auto ask_once = [&] {
-        std::lock_guard<std::mutex> lk(read_mu_);
-        downgrade::lock(rc->reader_busy, me);
-        auto& rd = transport_->reader();
-        rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
-        auto s = downgrade::ask(*rc);
-        if (s == kAsked && downgrade::writer_idle(*rc) && rd.poll() == ring::RingStatus::would_block)
-            s = downgrade::complete_alone(*rc);
-        downgrade::unlock(rc->reader_busy);
-        return s;
-    };
-    if (ask_once() != kBack) {
-        transport_->ring_peer();
+    handing_over_.store(true, std::memory_order_seq_cst);
+    // Our sends go back at once, with what the peer had not read; our receives
+    // are asked for. A thread holding write_mu_ or read_mu_ (asleep on a full
+    // or empty ring) does its side itself (tx_enter / rx_enter): wake it.
+    for (;;) {
+        if (!tx_back()) {
+            std::unique_lock<std::mutex> wl(write_mu_, std::try_to_lock);
+            if (wl.owns_lock()) {
+                auto* c = transport_->tx_control();
+                downgrade::lock(c->writer_busy, me);
+                take_back_locked();
+                downgrade::unlock(c->writer_busy);
+            }
+        }
+        if (state(*rc) == kRing) {
+            std::unique_lock<std::mutex> rl(read_mu_, std::try_to_lock);
+            if (rl.owns_lock()) ask_locked();
+        }
+        if (tx_back() && state(*rc) != kRing) break;
+        wake_local();
+        usleep(200);
+    }
+    if (state(*rc) != kBack) {
+        // The peer's part: it takes back at its next look at the connection.
         const int64_t start = now_us();
         int64_t next_note = start + 5000000;
         while (state(*rc) != kBack) {
@@ -234,9 +258,11 @@ bool Connection::hand_over(const char* why) {
                 // The peer's socket ended without its part: a peer that closes
                 // serves the take-back first, so it died. What is left in the
                 // ring has nobody to send it again.
-                std::lock_guard<std::mutex> lk(read_mu_);
+                // (Not read_mu_: a reader of ours may sleep holding it, waiting for this.)
                 downgrade::lock(rc->reader_busy, me);
-                size_t left = transport_->reader().readable_bytes();
+                ring::RingReader& rd = transport_->reader();
+                rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+                size_t left = rd.readable_bytes();
                 rc->back_state.store(kBack, std::memory_order_seq_cst);
                 downgrade::unlock(rc->reader_busy);
                 if (left > 0)

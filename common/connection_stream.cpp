@@ -68,7 +68,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             errno = EAGAIN;
             return -1;
         }
-        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed() || shut_wr_.load() || downgrade_due(); }, false,
+        auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed() || shut_wr_.load() || downgrade_due() || handing_over_.load(); }, false,
                             timeout_for(true));
         if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -105,6 +105,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     size_t total = 0;
     for (;;) {
         if (downgrade_due()) serve_downgrade();  // the peer asked for our sends back
+        if (ask_pending()) ask_locked();         // hand_over() is waiting for us to ask
         if (rx_on_tcp()) {
             // Bytes the peer sent before its switch: from TCP, never past the offset.
             uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
@@ -138,7 +139,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 return -1;
             }
             if (shut_rd_.load()) return static_cast<ssize_t>(total);
-            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due(); }, true, timeout_for(false));
+            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due() || ask_pending(); }, true, timeout_for(false));
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = res == Wait::timeout ? EAGAIN : EINTR;
@@ -231,7 +232,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             return -1;
         }
         if (shut_rd_.load()) return static_cast<ssize_t>(total);  // shutdown(SHUT_RD) from another thread
-        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed() || shut_rd_.load() || rx_back() || downgrade_due(); },
+        auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed() || shut_rd_.load() || rx_back() || downgrade_due() || ask_pending(); },
                             true, timeout_for(false));
         if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);

@@ -1,0 +1,149 @@
+// The way back to TCP on one direction (common/downgrade.*): a real shared
+// ring pair in one process, the "TCP socket" a byte vector.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "downgrade.hpp"
+#include "ring_reader.hpp"
+#include "shm_channel.hpp"
+
+using namespace rdmasock;
+
+namespace {
+
+struct Pair {
+    std::unique_ptr<ShmChannel> a, b;  // a writes the ring b reads
+    Pair() {
+        std::string err;
+        a = ShmChannel::create_sealed(1 << 16, err);
+        REQUIRE(a);
+        b = ShmChannel::attach_sealed(dup(a->memfd_fd()), 1 << 16, err);
+        REQUIRE(b);
+    }
+    RingControl& ctl() { return a->tx_control(); }  // the same page as b->rx_control()
+    // What the reader leaves behind when it lets go of reader_busy.
+    void publish_place() {
+        ctl().read_pos.store(b->reader().consumed());
+        ctl().read_partial.store(b->reader().partial());
+    }
+};
+
+struct Capture final : downgrade::Resend {
+    std::vector<uint8_t> bytes;
+    bool ended = false;
+    bool send_all(const void* d, size_t n) override {
+        auto p = static_cast<const uint8_t*>(d);
+        bytes.insert(bytes.end(), p, p + n);
+        return true;
+    }
+    void end_of_stream() override { ended = true; }
+};
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 31 + seed);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("a take-back resends exactly the bytes the reader has not read even from the middle of a record") {
+    Pair p;
+    auto data = pattern(10000, 1);
+    REQUIRE(p.a->writer().write(data.data(), 6000).bytes == 6000);
+    REQUIRE(p.a->writer().write(data.data() + 6000, 4000).bytes == 4000);
+    uint8_t buf[2500];
+    REQUIRE(p.b->reader().read(buf, sizeof buf).bytes == 2500);  // 2500 of the first 6000-byte record
+    p.publish_place();
+    Capture out;
+    auto t = downgrade::take_back(p.ctl(), p.a->tx_ring(), 1 << 16, getpid(), out);
+    CHECK(t.ok);
+    CHECK_FALSE(t.fin);
+    CHECK(t.resent == 7500);
+    CHECK(out.bytes == std::vector<uint8_t>(data.begin() + 2500, data.end()));
+    CHECK(downgrade::state(p.ctl()) == RingControl::back);
+    // Idempotent: a second take-back sends nothing more.
+    Capture again;
+    CHECK(downgrade::take_back(p.ctl(), p.a->tx_ring(), 1 << 16, getpid(), again).resent == 0);
+    CHECK(again.bytes.empty());
+}
+
+TEST_CASE("a take-back carries the writer's FIN to TCP") {
+    Pair p;
+    auto data = pattern(300, 2);
+    REQUIRE(p.a->writer().write(data.data(), data.size()).bytes == data.size());
+    REQUIRE(p.a->writer().write_fin() == ring::RingStatus::ok);
+    Capture out;
+    auto t = downgrade::take_back(p.ctl(), p.a->tx_ring(), 1 << 16, getpid(), out);
+    CHECK(t.ok);
+    CHECK(t.fin);
+    CHECK(out.ended);
+    CHECK(out.bytes == data);
+}
+
+TEST_CASE("a reader completes the switch alone only when the writer is idle and nothing is unread") {
+    Pair p;
+    auto& c = p.ctl();
+    SECTION("empty ring, idle writer: back at once") {
+        CHECK(downgrade::ask(c) == RingControl::asked);
+        CHECK(downgrade::writer_idle(c));
+        CHECK(downgrade::complete_alone(c) == RingControl::back);
+    }
+    SECTION("a busy writer: stays asked, and the writer's take-back finishes it") {
+        REQUIRE(downgrade::try_lock(c.writer_busy, getpid()));
+        CHECK(downgrade::ask(c) == RingControl::asked);
+        CHECK_FALSE(downgrade::writer_idle(c));
+        auto data = pattern(100, 3);
+        REQUIRE(p.a->writer().write(data.data(), data.size()).bytes == data.size());  // landed while busy
+        Capture out;
+        CHECK(downgrade::take_back(c, p.a->tx_ring(), 1 << 16, getpid(), out).resent == 100);
+        downgrade::unlock(c.writer_busy);
+        CHECK(downgrade::state(c) == RingControl::back);
+        CHECK(out.bytes == data);
+    }
+    SECTION("a ring with bytes left: asked; a second ask changes nothing") {
+        uint8_t x = 7;
+        REQUIRE(p.a->writer().write(&x, 1).bytes == 1);
+        CHECK(downgrade::ask(c) == RingControl::asked);
+        CHECK(p.b->reader().poll() != ring::RingStatus::would_block);  // so the reader must not complete
+        CHECK(downgrade::ask(c) == RingControl::asked);
+    }
+    SECTION("once back, an ask is answered back") {
+        Capture out;
+        downgrade::take_back(c, p.a->tx_ring(), 1 << 16, getpid(), out);
+        CHECK(downgrade::ask(c) == RingControl::back);
+    }
+}
+
+TEST_CASE("a busy word held by a process that died is taken over") {
+    Pair p;
+    auto& w = p.ctl().writer_busy;
+    pid_t child = fork();
+    if (child == 0) {
+        downgrade::lock(w, getpid());
+        _exit(0);  // dies holding it
+    }
+    int st;
+    REQUIRE(waitpid(child, &st, 0) == child);
+    REQUIRE(w.load() == child);
+    CHECK_FALSE(downgrade::try_lock(w, getpid()));
+    downgrade::lock(w, getpid());  // returns: the holder is gone
+    CHECK(w.load() == getpid());
+    downgrade::unlock(w);
+}
+
+TEST_CASE("a take-back of a ring that fails validation reports it and sends nothing") {
+    Pair p;
+    auto data = pattern(64, 4);
+    REQUIRE(p.a->writer().write(data.data(), data.size()).bytes == data.size());
+    p.a->tx_ring()[0] ^= 0x55;  // a hostile reader scribbled over the record header
+    Capture out;
+    auto t = downgrade::take_back(p.ctl(), p.a->tx_ring(), 1 << 16, getpid(), out);
+    CHECK_FALSE(t.ok);
+    CHECK_FALSE(t.err.empty());
+    CHECK(out.bytes.empty());
+}

@@ -192,6 +192,16 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             return r;
         }
     }
+    if (out && tx_back()) {
+        // Our sends are back on TCP (connection_downgrade.cpp), our receives not yet:
+        // the kernel says when we may write; the ring, whether there is more to read.
+        *kernel_events |= out;
+        pollfd p{fd_, out, 0};
+        ops_.poll(&p, 1, 0);
+        r |= static_cast<short>(p.revents & (out | POLLERR | POLLHUP));
+        wanted &= static_cast<short>(~out);
+    }
+    const short out_left = wanted & (POLLOUT | POLLWRNORM);
     auto st = transport_->reader().poll();
     const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
     if (st == ring::RingStatus::ok) {
@@ -202,7 +212,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
         r |= static_cast<short>(in | (wanted & POLLRDHUP));
     else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
-    if (out && (transport_->writer().writable() || closed || reset || fin_peer_gone())) r |= out;
+    if (out_left && (transport_->writer().writable() || closed || reset || fin_peer_gone())) r |= out_left;
     if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
     return r;

@@ -126,13 +126,28 @@ def splice_body(s):
         left -= os.splice(r, s.fileno(), min(left, 65536))
     s.close()
 
+# 7. exec again, the client an asyncio program (epoll): its wait sees the switch back.
+def asyncio_client(port, payload):
+    import asyncio
+    async def run():
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(3):
+            w.write(b"w" * 16); await w.drain(); await r.readexactly(16)
+        w.write(payload); await w.drain()
+        w.write_eof()
+        got = await r.read()
+        w.close()
+        return got
+    return asyncio.run(run())
+
 for name, body in [("exec", exec_body), ("scm_rights", pass_body), ("fork", fork_body),
-                   ("vfork_dup2", vfork_body), ("fdopen", fdopen_body), ("splice", splice_body)]:
+                   ("vfork_dup2", vfork_body), ("fdopen", fdopen_body), ("splice", splice_body),
+                   ("exec_asyncio_peer", exec_body)]:
     if len(sys.argv) > 1 and name not in sys.argv[1:]: continue
     l, port = listener()
     pid = serve_child(l, body)
     l.close()
-    got = client(port, BLOB)
+    got = asyncio_client(port, BLOB) if name.endswith("asyncio_peer") else client(port, BLOB)
     os.waitpid(pid, 0)
     prefix, _, rest = got.partition(b":")
     ok = rest == BLOB

@@ -149,7 +149,29 @@ bool Connection::start_rendezvous_client() {
     if (config_.fault == "client-listen" || !rv->client_listen(fd_)) return false;
     rv_ = std::move(rv);
     side_tried_ = true;
+    claim_rendezvous();
     phase_.store(Phase::rv_listen, std::memory_order_release);
+    return true;
+}
+
+void Connection::claim_rendezvous() {
+    rv_pid_ = current_pid();
+    rv_gen_ = fork_generation();
+}
+
+// Only while the rendezvous is under way in some process (not rv_pending: the
+// postmaster pattern, where the process that uses the socket first starts it).
+bool Connection::forked_during_rendezvous() {
+    const Phase ph = phase();
+    if (ph != Phase::rv_listen && ph != Phase::rv_offered && ph != Phase::rv_accepted) return false;
+    if (rv_pid_ == current_pid() && rv_gen_ == fork_generation()) return false;
+    if (ph == Phase::rv_accepted) {
+        // Rings exist and the server may have switched already: go back in order.
+        hand_over("forked while the same-host rendezvous was under way");
+        return true;
+    }
+    std::lock_guard<std::mutex> lk(handshake_mu_);
+    if (phase() == ph) become_plain("forked while the same-host rendezvous was under way");
     return true;
 }
 
@@ -266,6 +288,7 @@ bool Connection::settle(int flags, bool for_write) {
 // ---------------------------------------------------------------- data path
 
 ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
+    forked_during_rendezvous();
     if (!settle(flags, true)) return -1;
     if (handover_at_) fault_handover();
     switch (phase()) {
@@ -290,6 +313,7 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
 }
 
 ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
+    forked_during_rendezvous();
     if (!settle(flags, false)) return -1;
     if (handover_at_) fault_handover();
     switch (phase()) {

@@ -303,6 +303,13 @@ private:
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
     int owner_pid_ = 0;
     uint64_t fork_gen_ = 0;  // fork_generation() when owner_pid_ was set
+    // The process that runs the rendezvous, and its fork count then: a fork
+    // while the rendezvous is under way may leave two processes writing the
+    // socket, and the switch offset would count only one's bytes.
+    int rv_pid_ = 0;
+    uint64_t rv_gen_ = 0;
+    void claim_rendezvous();
+    bool forked_during_rendezvous();
     uint64_t inode_ = 0;
     uint64_t tx_bytes_ = 0, rx_bytes_ = 0;
     std::unique_ptr<ShmRendezvous> rv_;

@@ -46,6 +46,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             if (!may_syscall) return false;
             R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
             if (r == R::waiting) {
+                claim_rendezvous();
                 phase_.store(Phase::rv_offered, std::memory_order_release);
                 return true;
             }

@@ -24,4 +24,13 @@ it_log "upgraded ends: $ups, handed back: $handed, peers that followed: $peers"
 (( handed >= 5 )) || it_fail "expected the server ends to hand over, saw $handed"
 grep -E "rdmasock\[[0-9]+\]: error" "$d/shim.err" && it_fail "the shim logged errors"
 cat "$d/tcp.txt"
+# Forked while the rendezvous is under way: both processes use the socket; it stays on TCP.
+prog="$ROOT/tests/integration/helpers/fork_after_connect.py"
+without_shim -t 100 "$PYTHON" "$prog" >"$d/fac-tcp.txt" 2>"$d/fac-tcp.err" || it_fail "plain fork-after-connect exited $?"
+with_shim -t 100 env RDMASOCK_LOG=info "$PYTHON" "$prog" >"$d/fac-shim.txt" 2>"$d/fac-shim.err" ||
+    it_fail "shimmed fork-after-connect exited $?: $(cat "$d/fac-shim.err")"
+diff -u "$d/fac-tcp.txt" "$d/fac-shim.txt" || it_fail "fork-after-connect transcripts differ"
+grep -q "forked while the same-host rendezvous was under way" "$d/fac-shim.err" ||
+    it_fail "fork-after-connect: the client did not notice the fork: $(cat "$d/fac-shim.err")"
+cat "$d/fac-tcp.txt"
 it_finish

@@ -14,6 +14,9 @@ bool log_enabled(LogLevel level);
 void log_message(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 // Unconditional line on stderr (statistics, configuration errors).
 void print_line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// From now on write nothing at all: the process is about to run under a
+// seccomp filter that may kill it for a syscall the shim's logging makes.
+void silence_log();
 
 }  // namespace rdmasock
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -220,6 +221,25 @@ FILE* popen(const char* command, const char* type) {
     REAL(popen);
     hand_over_inherited("popen()");
     return real_popen(command, type);
+}
+
+// A seccomp filter (OpenSSH's privilege-separated child) may kill the process
+// for a syscall the shim makes on a ring path (poll, eventfd, sock_diag) or
+// when it logs: hand every connection to the kernel while it still can, and
+// write nothing from then on.
+int prctl(int option, ...) {
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long), a4 = va_arg(ap, unsigned long),
+                  a5 = va_arg(ap, unsigned long);
+    va_end(ap);
+    if (option == PR_SET_SECCOMP) {
+        const int saved = errno;
+        for (int fd : fd_table().present_in(0, INT_MAX)) hand_over_fd(fd, "a seccomp filter is about to be installed");
+        silence_log();
+        errno = saved;
+    }
+    return static_cast<int>(syscall(SYS_prctl, option, a2, a3, a4, a5));
 }
 
 FILE* fdopen(int fd, const char* mode) {

@@ -112,6 +112,15 @@ void hand_over_passed(const msghdr* msg) {
     errno = saved;
 }
 
+// File actions may dup2 a close-on-exec socket into the child; their list is
+// libc's private layout, so with any file actions every connection goes back.
+void before_spawn(const posix_spawn_file_actions_t* fa) {
+    if (!fa) return hand_over_inherited("posix_spawn");
+    const int saved = errno;
+    for (int fd : fd_table().present_in(0, INT_MAX)) hand_over_fd(fd, "posix_spawn with file actions");
+    errno = saved;
+}
+
 std::vector<char*> collect_args(const char* first, va_list ap, char*** envp) {
     std::vector<char*> argv{const_cast<char*>(first)};
     while (argv.back()) argv.push_back(va_arg(ap, char*));
@@ -200,14 +209,14 @@ int execle(const char* path, const char* arg, ...) {
 int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
                 char* const argv[], char* const envp[]) {
     REAL(posix_spawn);
-    hand_over_inherited("posix_spawn");
+    before_spawn(fa);
     return real_posix_spawn(pid, path, fa, attr, argv, envp);
 }
 
 int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
                  char* const argv[], char* const envp[]) {
     REAL(posix_spawnp);
-    hand_over_inherited("posix_spawn");
+    before_spawn(fa);
     return real_posix_spawnp(pid, file, fa, attr, argv, envp);
 }
 

@@ -202,7 +202,9 @@ short Connection::ready_events(short wanted, short* kernel_events) {
         wanted &= static_cast<short>(~out);
     }
     const short out_left = wanted & (POLLOUT | POLLWRNORM);
-    auto st = transport_->reader().poll();
+    // We asked the peer to send our unread ring bytes again over TCP: until it
+    // has, nothing is readable (the ring's bytes are no longer ours to read).
+    auto st = rx_waiting_back() ? ring::RingStatus::would_block : transport_->reader().poll();
     const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
     if (st == ring::RingStatus::ok) {
         r |= in;

@@ -129,7 +129,9 @@ void Connection::tx_leave_locked() {
     auto* c = transport_->tx_control();
     if (!c) return;
     downgrade::unlock(c->writer_busy);
-    // The writer's half of the Dekker handshake with an asking reader (downgrade.hpp).
+    // A reader that asked while we wrote (it saw us busy and waits): serve it now
+    // if we see it; if this load runs ahead of the unlock and misses it, our next
+    // look at the connection does (the reader rang our doorbell).
     if (state(*c) != kRing || state(*transport_->rx_control()) == kBack) {
         downgrade::lock(c->writer_busy, current_pid());
         take_back_locked();

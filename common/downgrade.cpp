@@ -42,7 +42,10 @@ void lock(std::atomic<int32_t>& word, int32_t pid) {
     }
 }
 
-void unlock(std::atomic<int32_t>& word) { word.store(0, std::memory_order_seq_cst); }
+// A release store (a plain store on x86): what the holder wrote (records, the
+// reader's place) is visible to the next holder. No full fence: a writer that
+// lets go and then misses a reader's `asked` serves it at its next look.
+void unlock(std::atomic<int32_t>& word) { word.store(0, std::memory_order_release); }
 
 TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid, Resend& out) {
     TakeBack t;

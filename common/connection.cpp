@@ -422,9 +422,10 @@ void Connection::close_last_reference() {
             // A child forked since the upgrade may hold the socket: only the
             // kernel knows when the stream ends. What the peer has not read
             // goes to TCP, and the kernel's FIN, if any, follows it.
-            downgrade::lock(transport_->tx_control()->writer_busy, current_pid());
-            take_back_locked();
-            downgrade::unlock(transport_->tx_control()->writer_busy);
+            if (lock_busy(transport_->tx_control()->writer_busy)) {
+                take_back_locked();
+                downgrade::unlock(transport_->tx_control()->writer_busy);
+            }
         } else if (tx_enter_locked() == Way::ring) {
             // (tx_enter serves a take-back the peer asked for: a peer that
             // closes never leaves bytes its reader asked for behind.)

@@ -213,6 +213,8 @@ private:
     // that side's part (a writer asleep on a full ring, a reader asleep on an
     // empty one must not keep hand_over waiting for their locks).
     std::atomic<bool> handing_over_{false};
+    // downgrade::lock, or a loud reset of the connection when the word stays taken.
+    bool lock_busy(std::atomic<int32_t>& word);
     bool ask_pending();      // handing over, and our receives not yet asked for
     void ask_locked();       // holding read_mu_: ask the peer for our receives
     // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way

@@ -62,7 +62,7 @@ void Connection::serve_downgrade() {
         if (!wl.owns_lock()) return;
         if (!tx_back()) {
             auto* c = transport_->tx_control();
-            downgrade::lock(c->writer_busy, current_pid());
+            if (!lock_busy(c->writer_busy)) return;
             take_back_locked();
             downgrade::unlock(c->writer_busy);
         }
@@ -117,7 +117,7 @@ void Connection::take_back_locked() {
 Connection::Way Connection::tx_enter_locked() {
     auto* c = transport_->tx_control();
     if (!c) return Way::ring;
-    downgrade::lock(c->writer_busy, current_pid());
+    if (!lock_busy(c->writer_busy)) return Way::tcp;  // reset: the kernel answers EPIPE
     if (state(*c) == kRing && state(*transport_->rx_control()) != kBack && !handing_over_.load(std::memory_order_relaxed))
         return Way::ring;
     take_back_locked();
@@ -133,10 +133,20 @@ void Connection::tx_leave_locked() {
     // if we see it; if this load runs ahead of the unlock and misses it, our next
     // look at the connection does (the reader rang our doorbell).
     if (state(*c) != kRing || state(*transport_->rx_control()) == kBack) {
-        downgrade::lock(c->writer_busy, current_pid());
+        if (!lock_busy(c->writer_busy)) return;
         take_back_locked();
         downgrade::unlock(c->writer_busy);
     }
+}
+
+bool Connection::lock_busy(std::atomic<int32_t>& word) {
+    if (downgrade::lock(word, current_pid())) return true;
+    RS_LOG(error, "fd %d: a busy word of the shared rings stayed taken by pid %d for 5 s (a hostile peer or a stopped process); resetting",
+           fd_, word.load());
+    peer_reset_.store(true);
+    kernel_shutdown(fd_, SHUT_RDWR);
+    wake_local();
+    return false;
 }
 
 bool Connection::ask_pending() {
@@ -147,7 +157,7 @@ bool Connection::ask_pending() {
 
 void Connection::ask_locked() {
     auto* rc = transport_->rx_control();
-    downgrade::lock(rc->reader_busy, current_pid());
+    if (!lock_busy(rc->reader_busy)) return;
     auto& rd = transport_->reader();
     rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
     auto s = downgrade::ask(*rc);
@@ -161,7 +171,7 @@ Connection::Way Connection::rx_enter_locked() {
     auto* c = transport_->rx_control();
     if (!c) return Way::ring;
     if (ask_pending()) ask_locked();
-    downgrade::lock(c->reader_busy, current_pid());
+    if (!lock_busy(c->reader_busy)) return Way::tcp;  // reset: the kernel answers
     const auto s = state(*c);
     if (s == kRing) {
         // Another process sharing the ring (a forked copy) may have read since.
@@ -234,7 +244,7 @@ bool Connection::hand_over(const char* why) {
             std::unique_lock<std::mutex> wl(write_mu_, std::try_to_lock);
             if (wl.owns_lock()) {
                 auto* c = transport_->tx_control();
-                downgrade::lock(c->writer_busy, me);
+                if (!lock_busy(c->writer_busy)) return false;
                 take_back_locked();
                 downgrade::unlock(c->writer_busy);
             }
@@ -244,6 +254,7 @@ bool Connection::hand_over(const char* why) {
             if (rl.owns_lock()) ask_locked();
         }
         if (tx_back() && state(*rc) != kRing) break;
+        if (peer_reset_.load()) return false;  // a busy word stayed taken: reset
         wake_local();
         usleep(200);
     }
@@ -261,7 +272,7 @@ bool Connection::hand_over(const char* why) {
                 // serves the take-back first, so it died. What is left in the
                 // ring has nobody to send it again.
                 // (Not read_mu_: a reader of ours may sleep holding it, waiting for this.)
-                downgrade::lock(rc->reader_busy, me);
+                if (!lock_busy(rc->reader_busy)) return false;
                 ring::RingReader& rd = transport_->reader();
                 rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
                 size_t left = rd.readable_bytes();

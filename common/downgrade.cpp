@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <time.h>
 
 #include <cerrno>
 
@@ -29,14 +30,20 @@ bool try_lock(std::atomic<int32_t>& word, int32_t pid) {
     return word.compare_exchange_strong(free, pid, std::memory_order_seq_cst);
 }
 
-void lock(std::atomic<int32_t>& word, int32_t pid) {
+bool lock(std::atomic<int32_t>& word, int32_t pid) {
+    int64_t since = 0;
     for (uint32_t spins = 1;; ++spins) {
-        if (try_lock(word, pid)) return;
+        if (try_lock(word, pid)) return true;
         if (spins % 1024 == 0) {
             // Holders never sleep with it, so a long wait means a dead holder
             // (a process killed inside a ring call): take it over.
             int32_t holder = word.load(std::memory_order_relaxed);
-            if (holder != 0 && !alive(holder) && word.compare_exchange_strong(holder, pid)) return;
+            if (holder != 0 && !alive(holder) && word.compare_exchange_strong(holder, pid)) return true;
+            timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            const int64_t now = ts.tv_sec * 1000000ll + ts.tv_nsec / 1000;
+            if (since == 0) since = now;
+            else if (now - since > kLockPatienceUs) return false;
         }
         sched_yield();
     }
@@ -53,7 +60,11 @@ TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid
     // for one copy at most. Mark the direction back before letting go, and send
     // only after: its next read then comes from TCP, and a resend that fills the
     // socket buffer waits for that reader instead of deadlocking on the lock.
-    lock(c.reader_busy, pid);
+    if (!lock(c.reader_busy, pid)) {
+        t.ok = false;
+        t.err = "the reader's busy word stayed taken for 5 s";
+        return t;
+    }
     if (state(c) == RingControl::back) {
         unlock(c.reader_busy);
         return t;

@@ -24,7 +24,11 @@
 namespace rdmasock::downgrade {
 
 bool try_lock(std::atomic<int32_t>& word, int32_t pid);
-void lock(std::atomic<int32_t>& word, int32_t pid);  // may block briefly: a holder never sleeps with it
+// Blocks briefly: a holder never sleeps with it. False after kLockPatienceUs on
+// a live holder: nobody honest holds it that long (a hostile peer writing our
+// control page, or a stopped process); the caller resets the connection.
+constexpr int64_t kLockPatienceUs = 5'000'000;
+[[nodiscard]] bool lock(std::atomic<int32_t>& word, int32_t pid);
 void unlock(std::atomic<int32_t>& word);
 
 inline RingControl::Back state(const RingControl& c) {

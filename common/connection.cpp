@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "fault_guard.hpp"
 #include "log.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
@@ -176,6 +177,8 @@ void Connection::upgrade(std::unique_ptr<Transport> t) {
     no_delay(fd_);
     transport_ = std::move(t);
     owner_pid_ = current_pid();
+    // Bad application buffers get EFAULT from the ring copies from now on (fault_guard.hpp).
+    if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
     phase_.store(Phase::upgraded, std::memory_order_release);
     RS_LOG(info, "fd %d: upgraded to %s", fd_, transport_->name());
 }

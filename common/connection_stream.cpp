@@ -20,7 +20,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         return -1;
     }
     if (!user_iov_ok(iov, iovcnt)) {
-        errno = EFAULT;  // TCP copies first and fails; the ring would crash in memcpy
+        errno = EFAULT;  // no process maps it; other bad buffers fault in the guarded copy
         return -1;
     }
     switch_tx_locked();
@@ -42,11 +42,16 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         }
         IovCursor cur(iov, iovcnt, total);
         auto r = w.writev(cur.v, cur.n);
+        if (r.fault && r.bytes == 0) {  // the application's buffer: what was sent before it, or EFAULT
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EFAULT;
+            return -1;
+        }
         if (r.bytes > 0) {
             total += r.bytes;
             tx_bytes_ += r.bytes;
             ring_doorbell();
-            if (total == want) return static_cast<ssize_t>(total);
+            if (r.fault || total == want) return static_cast<ssize_t>(total);
             continue;
         }
         if (r.status == ring::RingStatus::broken) {
@@ -155,6 +160,11 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         }
         IovCursor cur(iov, iovcnt, total);
         auto r = !(flags & MSG_TRUNC) ? rd.readv(cur.v, cur.n, !peek) : peek ? peek_count(rd, want - total) : rd.skip(want - total);
+        if (r.fault && r.bytes == 0) {  // the application's buffer faulted: the record stays queued
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EFAULT;
+            return -1;
+        }
         if (r.bytes > 0) {
             total += r.bytes;
             if (!peek) {
@@ -171,7 +181,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                     }
                 }
             }
-            if (!waitall || total == want) return static_cast<ssize_t>(total);
+            if (r.fault || !waitall || total == want) return static_cast<ssize_t>(total);
             continue;
         }
         if (want == 0) return 0;

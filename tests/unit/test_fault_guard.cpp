@@ -108,6 +108,27 @@ TEST_CASE("a copy into a bad application buffer stops at the faulting byte") {
     }
 }
 
+TEST_CASE("every size and every good prefix: the count of bytes not copied is exact") {
+    REQUIRE(guard::install());
+    Pages pg;
+    auto src = bytes(6000, 'k');
+    for (size_t n : {1ul, 15ul, 16ul, 17ul, 63ul, 64ul, 65ul, 300ul, 2047ul, 2048ul, 2049ul, 5000ul}) {
+        for (size_t good : {0ul, 1ul, 15ul, 16ul, 17ul, 63ul, 64ul, 65ul, 100ul, 2000ul, 2047ul, 2048ul, 4000ul}) {
+            if (good >= n || good > kPage) continue;
+            INFO("n=" << n << " good=" << good);
+            char* edge = pg.unmapped() - good;
+            std::memset(edge, 0, good);
+            REQUIRE(guard::copy_to_user(edge, src.data(), n) == n - good);
+            REQUIRE(std::memcmp(edge, src.data(), good) == 0);
+            std::vector<char> dst(n, 0);
+            std::memcpy(edge, src.data(), good);
+            REQUIRE(guard::copy_from_user(dst.data(), edge, n) == n - good);
+            REQUIRE(std::memcmp(dst.data(), src.data(), good) == 0);
+            REQUIRE(guard::copy_to_user(pg.read_only() + kPage - good - 1, src.data(), n) == n);  // read-only from the first byte
+        }
+    }
+}
+
 TEST_CASE("a copy from a bad application buffer stops at the faulting byte") {
     REQUIRE(guard::install());
     Pages pg;
@@ -161,7 +182,8 @@ TEST_CASE("with SIG_DFL a fault still kills the program with SIGSEGV") {
     };
     CHECK(child_signal([&] {
               dfl();
-              *reinterpret_cast<volatile char*>(uintptr_t{16}) = 1;  // the first page (UBSan traps a literal NULL)
+              volatile uintptr_t low = 16;  // the first page (UBSan traps a literal NULL)
+              *reinterpret_cast<volatile char*>(low) = 1;
           }) == SIGSEGV);
     CHECK(child_signal([&] {
               struct sigaction ign{};

@@ -353,6 +353,10 @@ int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
             constexpr int kRestorer = 0x04000000;  // SA_RESTORER (not in glibc's headers)
             rec.sa_flags |= k.sa_flags & kRestorer;
             rec.sa_restorer = k.sa_restorer;
+            // The kernel keeps only the flags it knows (Linux 5.11+: SA_UNSUPPORTED and
+            // other unknown bits read back as 0, which programs probe for).
+            rec.sa_flags &= SA_NOCLDSTOP | SA_NOCLDWAIT | SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER |
+                            SA_RESETHAND | kRestorer;
 #endif
             store(sig, rec);
         }

@@ -308,7 +308,7 @@ void signal_cases() {
         close_pair(p);
     }
 
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | 0x400;  // SA_UNSUPPORTED: the kernel reads it back as 0
     sigaction(SIGSEGV, &sa, nullptr);
     out("SIGSEGV with SA_NODEFER", describe(SIGSEGV));
     out("write to unmapped page", fault_with(SIGSEGV, pg.un));

@@ -238,7 +238,9 @@ void set_default(int sig) {
 // with the application's disposition.
 void forward(int sig, siginfo_t* si, void* uc) {
     struct sigaction app = load(sig);
-    const bool fault = si && si->si_code > 0;  // raised by the kernel for an instruction: it will recur
+    // Raised by the kernel for an instruction: it recurs once we return (not
+    // an asynchronous machine-check notice).
+    const bool fault = si && si->si_code > 0 && !(sig == SIGBUS && si->si_code == BUS_MCEERR_AO);
     if (app.sa_handler == SIG_IGN && !fault) return;  // a kill() of an ignored signal
     if (!is_handler(app)) {
         // SIG_DFL, or SIG_IGN of a fault (the kernel forces the default then):

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "downgrade.hpp"
+#include "fault_guard.hpp"
 #include "log.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
@@ -221,6 +222,8 @@ void Connection::upgrade(std::unique_ptr<Transport> t) {
     transport_ = std::move(t);
     owner_pid_ = current_pid();
     fork_gen_ = fork_generation();
+    // Bad application buffers get EFAULT from the ring copies from now on (fault_guard.hpp).
+    if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
     phase_.store(Phase::upgraded, std::memory_order_release);
     RS_LOG(info, "fd %d: upgraded to %s", fd_, transport_->name());
 }

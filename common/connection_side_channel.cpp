@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "fault_guard.hpp"
 #include "log.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
@@ -37,6 +38,8 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             transport_ = std::move(t);
             owner_pid_ = current_pid();
             fork_gen_ = fork_generation();
+            // The ring copies may start at any call now: bad buffers get EFAULT (fault_guard.hpp).
+            if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
             peer_inode_ = rv_->peer_socket().inode;
             phase_.store(Phase::rv_accepted, std::memory_order_release);
             RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);

@@ -16,7 +16,7 @@ using namespace detail;
 ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     std::lock_guard<std::mutex> lk(write_mu_);
     if (!user_iov_ok(iov, iovcnt)) {
-        errno = EFAULT;  // TCP copies first and fails; the ring would crash in memcpy
+        errno = EFAULT;  // no process maps it; other bad buffers fault in the guarded copy
         return -1;
     }
     const size_t want = iov_total(iov, iovcnt);
@@ -45,11 +45,16 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         switch_tx_locked();
         auto r = w.writev(cur.v, cur.n);
         tx_leave_locked();
+        if (r.fault && r.bytes == 0) {  // the application's buffer: what was sent before it, or EFAULT
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EFAULT;
+            return -1;
+        }
         if (r.bytes > 0) {
             total += r.bytes;
             tx_bytes_ += r.bytes;
             ring_doorbell();
-            if (total == want) return static_cast<ssize_t>(total);
+            if (r.fault || total == want) return static_cast<ssize_t>(total);
             continue;
         }
         if (r.status == ring::RingStatus::broken) {
@@ -172,7 +177,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         if (!efault)
             r = !(flags & MSG_TRUNC) ? rd.readv(cur.v, cur.n, !peek) : peek ? peek_count(rd, want - total) : rd.skip(want - total);
         rx_leave_locked();
-        if (efault) {
+        if (efault || (r.fault && r.bytes == 0)) {  // the application's buffer faulted: the record stays queued
             if (total > 0) return static_cast<ssize_t>(total);
             errno = EFAULT;
             return -1;
@@ -193,7 +198,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                     }
                 }
             }
-            if (!waitall || total == want) return static_cast<ssize_t>(total);
+            if (r.fault || !waitall || total == want) return static_cast<ssize_t>(total);
             continue;
         }
         if (want == 0) return 0;

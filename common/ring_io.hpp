@@ -16,6 +16,10 @@ enum class RingStatus {
 struct IoResult {
     size_t bytes = 0;
     RingStatus status = RingStatus::ok;
+    // The application's buffer faulted (guard::copy_*): `bytes` counts only the
+    // records copied whole before the one that faulted, which stays unread /
+    // unwritten, as TCP counts only whole socket buffers (docs/compatibility.md).
+    bool fault = false;
 };
 
 const char* to_string(RingStatus s);

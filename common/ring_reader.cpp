@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "fault_guard.hpp"
+
 namespace rdmasock::ring {
 
 namespace {
@@ -100,14 +102,25 @@ IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
         }
         if (rec.kind == RecordKind::data) {
             const uint8_t* src = ring_ + (pos & mask_) + kHeaderBytes + partial;
+            const uint32_t partial_before = partial;
+            const size_t bytes_before = r.bytes;
             while (partial < rec.length && iovcnt > 0) {
                 size_t take = std::min<size_t>(rec.length - partial, iov->iov_len - iov_off);
-                std::memcpy(static_cast<uint8_t*>(iov->iov_base) + iov_off, src, take);
+                if (guard::copy_to_user(static_cast<uint8_t*>(iov->iov_base) + iov_off, src, take) != 0) {
+                    // A bad user buffer: this record's bytes stay unread (TCP keeps the skb).
+                    r.fault = true;
+                    break;
+                }
                 src += take;
                 partial += static_cast<uint32_t>(take);
                 r.bytes += take;
                 iov_off += take;
                 if (iov_off == iov->iov_len) ++iov, --iovcnt, iov_off = 0;
+            }
+            if (r.fault) {
+                partial = partial_before;
+                r.bytes = bytes_before;
+                break;
             }
             if (partial < rec.length) break;  // caller's buffer is full
         }

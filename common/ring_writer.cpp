@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fault_guard.hpp"
+
 namespace rdmasock::ring {
 
 const char* to_string(RingStatus s) {
@@ -56,7 +58,7 @@ bool RingWriter::writable() {
 
 // Copies `length` bytes out of the iovec cursor into one record and posts it.
 bool RingWriter::put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off,
-                            uint32_t length) {
+                            uint32_t length, bool* fault) {
     uint64_t off = written_ & mask_;
     uint64_t bytes = record_bytes(length);
     uint8_t* rec = sink_.stage(off, bytes);
@@ -64,7 +66,14 @@ bool RingWriter::put_record(RecordKind kind, const iovec*& iov, int& iovcnt, siz
     uint8_t* dst = rec + kHeaderBytes;
     for (uint32_t left = length; left > 0;) {
         size_t take = std::min<size_t>(left, iov->iov_len - iov_off);
-        std::memcpy(dst, static_cast<const uint8_t*>(iov->iov_base) + iov_off, take);
+        if (guard::copy_from_user(dst, static_cast<const uint8_t*>(iov->iov_base) + iov_off, take) != 0) {
+            // A bad user buffer: the record is dropped before its header lands.
+            // Its payload bytes go back to zero (the reader trusts only zeroes
+            // where nothing landed yet); nothing is posted or counted.
+            std::memset(rec + kHeaderBytes, 0, length);
+            *fault = true;
+            return false;
+        }
         dst += take;
         left -= static_cast<uint32_t>(take);
         iov_off += take;
@@ -109,7 +118,11 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
             left_in_iov += iov[i].iov_len - (i == 0 ? iov_off : 0);
         uint64_t room = std::min(tail, free_bytes()) - kHeaderBytes - kFooterBytes;
         uint32_t len = static_cast<uint32_t>(std::min<uint64_t>({left_in_iov, max_payload_, room}));
-        if (!put_record(RecordKind::data, iov, iovcnt, iov_off, len)) break;
+        bool fault = false;
+        if (!put_record(RecordKind::data, iov, iovcnt, iov_off, len, &fault)) {
+            r.fault = fault;
+            break;
+        }
         r.bytes += len;
         while (iovcnt > 0 && iov->iov_len == iov_off) ++iov, --iovcnt, iov_off = 0;
     }

@@ -40,7 +40,8 @@ public:
 private:
     bool refresh_consumed();
     uint64_t free_bytes() const { return capacity_ - (written_ - consumed_); }
-    bool put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off, uint32_t length);
+    bool put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off, uint32_t length,
+                    bool* fault = nullptr);
     RingStatus fail(std::string why);
 
     uint64_t capacity_;

@@ -23,10 +23,10 @@ CXXFLAGS=(-std=c++20 -g -O1 -Icommon -fno-omit-frame-pointer
 
 declare -A SOURCES=(
     [fuzz_handshake]="common/handshake.cpp"
-    [fuzz_ring_reader]="common/ring_reader.cpp common/ring_writer.cpp"
+    [fuzz_ring_reader]="common/ring_reader.cpp common/ring_writer.cpp common/fault_guard.cpp"
     [fuzz_connection]="$(echo common/*.cpp)"
 )
-declare -A LIBS=([fuzz_connection]="-libverbs -ldl -pthread")  # common/ includes the RDMA transport
+declare -A LIBS=([fuzz_connection]="-libverbs -ldl -pthread" [fuzz_ring_reader]="-ldl")  # common/ includes the RDMA transport
 TARGETS=${FUZZ_TARGETS:-fuzz_handshake fuzz_ring_reader fuzz_connection}
 
 command -v "$CXX" >/dev/null || { echo "run.sh: $CXX not found (clang 14 + libclang-rt-14-dev)"; exit 2; }
@@ -34,7 +34,7 @@ mkdir -p "$OUT" "$BIN"
 
 if [[ "${1:-}" == --make-corpus ]]; then
     "$CXX" -std=c++20 -g -O1 -Icommon tests/fuzz/make_corpus.cpp common/handshake.cpp common/ring_reader.cpp \
-        common/ring_writer.cpp -o "$OUT/make_corpus" || exit 2
+        common/ring_writer.cpp common/fault_guard.cpp -ldl -o "$OUT/make_corpus" || exit 2
     for t in fuzz_handshake fuzz_ring_reader fuzz_connection; do rm -rf "tests/fuzz/corpus/$t"; mkdir -p "tests/fuzz/corpus/$t"; done
     "$OUT/make_corpus" tests/fuzz/corpus || exit 2
     ls -l tests/fuzz/corpus/*

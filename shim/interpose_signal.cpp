@@ -1,0 +1,96 @@
+// SIGSEGV and SIGBUS as the application set them, while the shim's fault
+// handler stays installed (common/fault_guard.hpp): sigaction and the signal()
+// family record the application's disposition there and report it back. Every
+// other signal, and these two before the first upgraded connection installs the
+// handler (or in a vfork child, which must not change our state), go straight
+// to libc.
+#include <signal.h>
+
+#include <dlfcn.h>
+
+#include <cerrno>
+
+#include "fault_guard.hpp"
+#include "shim_state.hpp"
+
+using namespace rdmasock;
+
+namespace {
+
+bool ours(int sig) { return guard::covers(sig) && !shim::in_vfork_child(); }
+
+using SignalFn = sighandler_t (*)(int, sighandler_t);
+
+// signal()'s two flavours, as glibc builds them: BSD (mask the signal, restart)
+// and System V (one shot, no mask).
+sighandler_t set_handler(int sig, sighandler_t h, bool bsd) {
+    struct sigaction act{}, old{};
+    act.sa_handler = h;
+    sigemptyset(&act.sa_mask);
+    if (bsd) {
+        sigaddset(&act.sa_mask, sig);
+        act.sa_flags = SA_RESTART;
+    } else {
+        act.sa_flags = SA_RESETHAND | SA_NODEFER;
+    }
+    if (h == SIG_ERR) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    if (guard::app_sigaction(sig, &act, &old) != 0) return SIG_ERR;
+    return old.sa_handler;
+}
+
+template <class F>
+F next(const char* name) {
+    return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+}  // namespace
+
+extern "C" {
+
+int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+    if (ours(sig)) return guard::app_sigaction(sig, act, old);
+    return guard::real_sigaction(sig, act, old);
+}
+
+int __sigaction(int sig, const struct sigaction* act, struct sigaction* old) { return sigaction(sig, act, old); }
+
+sighandler_t signal(int sig, sighandler_t h) {
+    if (ours(sig)) return set_handler(sig, h, true);
+    static SignalFn real = next<SignalFn>("signal");
+    return real(sig, h);
+}
+
+sighandler_t bsd_signal(int sig, sighandler_t h) { return signal(sig, h); }
+sighandler_t ssignal(int sig, sighandler_t h) { return signal(sig, h); }
+
+sighandler_t sysv_signal(int sig, sighandler_t h) {
+    if (ours(sig)) return set_handler(sig, h, false);
+    static SignalFn real = next<SignalFn>("sysv_signal");
+    return real(sig, h);
+}
+
+sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h); }
+
+// System V sigset(): install (flags 0, nothing masked) and unblock; SIG_HOLD
+// only blocks, which is libc's business.
+sighandler_t sigset(int sig, sighandler_t h) {
+    static SignalFn real = next<SignalFn>("sigset");
+    if (!ours(sig) || h == SIG_HOLD) return real(sig, h);
+    struct sigaction act{}, old{};
+    act.sa_handler = h;
+    sigemptyset(&act.sa_mask);
+    if (h == SIG_ERR) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    sigset_t one, was;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    if (guard::app_sigaction(sig, &act, &old) != 0 || sigprocmask(SIG_UNBLOCK, &one, &was) != 0) return SIG_ERR;
+    return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+}  // extern "C"

@@ -78,6 +78,23 @@ def pass_body(s):
     s.close(); a.close()
     os.waitpid(w, 0)
 
+# 2b. SCM_RIGHTS, the sender keeping its copy open until the worker is done.
+def pass_keep_body(s):
+    a, b = socket.socketpair()
+    w = os.fork()
+    if w == 0:
+        a.close()
+        _, fds, _, _ = socket.recv_fds(b, 16, 1)
+        t = socket.socket(fileno=fds[0])
+        data = recv_all(t)
+        t.sendall(b"kept:" + data); t.close()
+        os._exit(0)
+    b.close()
+    socket.send_fds(a, [b"x"], [s.fileno()])
+    a.close()
+    os.waitpid(w, 0)
+    s.close()
+
 # 3. fork: a child of the server writes the answer; the server closes its copy.
 def fork_body(s):
     data = recv_all(s)
@@ -140,7 +157,7 @@ def asyncio_client(port, payload):
         return got
     return asyncio.run(run())
 
-for name, body in [("exec", exec_body), ("scm_rights", pass_body), ("fork", fork_body),
+for name, body in [("exec", exec_body), ("scm_rights", pass_body), ("scm_rights_keep", pass_keep_body), ("fork", fork_body),
                    ("vfork_dup2", vfork_body), ("fdopen", fdopen_body), ("splice", splice_body),
                    ("exec_asyncio_peer", exec_body)]:
     if len(sys.argv) > 1 and name not in sys.argv[1:]: continue

@@ -201,6 +201,8 @@ Expect model(const std::vector<uint8_t>& s, bool eof, bool strip, const Config& 
     // Shared memory is never negotiated in band (only over the side channel,
     // docs/protocol.md), and this harness's server has no RDMA: every valid
     // HELLO is declined. The ACCEPT half of the model below stays for RDMA.
+    // An RDMA offer is tried (accept_rdma) and fails: the harness has no device.
+    else if ((h.offers & hs::kOfferRdma) && cfg.transport != TransportChoice::shm) e.reason = hs::Reason::setup_failed;
     else e.reason = hs::Reason::no_transport;
     if (e.reason != hs::Reason::none) return e.final = Expect::plain, e;
     e.reply_type = hs::Type::accept;

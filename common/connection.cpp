@@ -294,6 +294,8 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
     forked_during_rendezvous();
     if (!settle(flags, true)) return -1;
     if (handover_at_) fault_handover();
+    // Urgent data has no place in a ring: the connection goes back to TCP, which carries it.
+    if ((flags & MSG_OOB) && has_rings(phase())) hand_over("MSG_OOB");
     switch (phase()) {
         case Phase::failed: errno = ECONNRESET; return -1;
         case Phase::upgraded:
@@ -319,6 +321,7 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
     forked_during_rendezvous();
     if (!settle(flags, false)) return -1;
     if (handover_at_) fault_handover();
+    if (phase() == Phase::upgraded && downgrade_due()) serve_downgrade();  // plain now, if the peer went back
     switch (phase()) {
         case Phase::failed: errno = ECONNRESET; return -1;
         case Phase::upgraded:

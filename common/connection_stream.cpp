@@ -126,7 +126,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             msghdr mh{};
             mh.msg_iov = cur.v;
             mh.msg_iovlen = static_cast<size_t>(n);
-            ssize_t got = want == 0 ? 0 : ops_.recvmsg(fd_, &mh, (flags & (MSG_PEEK | MSG_TRUNC)) | MSG_DONTWAIT);
+            ssize_t got = want == 0 ? 0 : ops_.recvmsg(fd_, &mh, (flags & (MSG_PEEK | MSG_TRUNC | MSG_OOB)) | MSG_DONTWAIT);
             if (got > 0) {
                 total += static_cast<size_t>(got);
                 if (!peek) tcp_rx_.fetch_add(static_cast<uint64_t>(got), std::memory_order_relaxed);

@@ -196,6 +196,10 @@ def linger_case():
 def oob_case():
     c, s = pair()
     out("oob", f"recv MSG_OOB with none sent: {oserr(lambda: c.recv(1, socket.MSG_OOB))}")
+    # Urgent data: the shim hands the connection back to TCP, which carries the mark.
+    s.send(b"ab"); s.send(b"!", socket.MSG_OOB); time.sleep(0.3)
+    out("oob", f"urgent byte: {oserr(lambda: c.recv(1, socket.MSG_OOB))}")
+    out("oob", f"then the stream: {c.recv(100)!r}")
     c.close(), s.close()
 
 

@@ -28,16 +28,10 @@ void Connection::ring_doorbell() {
 
 void Connection::wake_local() {
     // Our own eventfd: every sleeper of this side waits on it (blocked calls,
-    // poll, an epoll set that keeps the connection cold). A raw write: write()
-    // is interposed.
-    if (int w = transport_ ? transport_->wake_fd() : -1; w >= 0) {
-        uint64_t one = 1;
-        int saved = errno;
-        (void)syscall(SYS_write, w, &one, sizeof one);
-        errno = saved;
-        return;
-    }
-    local_epoch_.fetch_add(1, std::memory_order_acq_rel);  // no eventfd (RDMA): epoll looks at all
+    // poll, an epoll set that keeps the connection cold).
+    if (transport_ && transport_->wake_self()) return;
+    // No writable doorbell (RDMA's completion channel): epoll looks at all.
+    local_epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool Connection::arm_side(bool reader) {

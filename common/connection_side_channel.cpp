@@ -210,6 +210,12 @@ void Connection::drain_side_channel_locked() {
     if (n == 0) {
         RS_LOG(debug, "fd %d: peer closed its socket", fd_);
         peer_closed_.store(true);
+    } else if (n > 0 && b == kAbortByte && !transport_->rx_switch()) {
+        // In band (RDMA): the peer's transport broke (Connection::transport_failed).
+        // Take the byte, so the socket does not stay readable; a reset, not an EOF.
+        RS_LOG(debug, "fd %d: the peer reports its transport failed", fd_);
+        (void)ops_.recv(fd_, &b, 1, MSG_DONTWAIT);
+        peer_reset_.store(true);
     } else if (n > 0) {
         RS_LOG(error, "fd %d: bytes on the TCP stream after the switch to the ring (written around the shim); resetting", fd_);
         peer_reset_.store(true);

@@ -6,6 +6,9 @@
 // gone. `fail` names the call that fails (once set, every time it is called).
 #pragma once
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <arpa/inet.h>
 
 #include <cerrno>
@@ -47,6 +50,11 @@ inline void reset() {
         return state().post_send_rc;
     };
     s.context.ops.poll_cq = [](ibv_cq*, int, ibv_wc*) { return 0; };  // no completion, ever
+    s.context.ops.post_recv = [](ibv_qp*, ibv_recv_wr*, ibv_recv_wr** bad) {
+        *bad = nullptr;
+        return 0;
+    };
+    s.context.ops.req_notify_cq = [](ibv_cq*, int) { return 0; };
 }
 
 inline bool failing(const char* call) {
@@ -126,6 +134,18 @@ inline const rdmasock::VerbsApi& api() {
             return failing("create_cq") ? nullptr : make<ibv_cq>();
         };
         v.destroy_cq = [](ibv_cq* cq) { return release(cq); };
+        v.create_comp_channel = [](ibv_context*) -> ibv_comp_channel* {
+            if (failing("create_comp_channel")) return nullptr;
+            ibv_comp_channel* ch = make<ibv_comp_channel>();
+            ch->fd = eventfd(0, EFD_CLOEXEC);  // a real fd: the transport sets O_NONBLOCK on it
+            return ch;
+        };
+        v.destroy_comp_channel = [](ibv_comp_channel* ch) {
+            close(ch->fd);
+            return release(ch);
+        };
+        v.get_cq_event = [](ibv_comp_channel*, ibv_cq**, void**) { return errno = EAGAIN, -1; };  // no event, ever
+        v.ack_cq_events = [](ibv_cq*, unsigned) {};
         v.create_qp = [](ibv_pd*, ibv_qp_init_attr*) -> ibv_qp* {
             if (failing("create_qp")) return nullptr;
             ibv_qp* qp = make<ibv_qp>();

@@ -859,7 +859,7 @@ int check_params() {
     };
     bad("short blob", [](std::vector<uint8_t>& c) { c.pop_back(); });
     bad("long blob", [](std::vector<uint8_t>& c) { c.push_back(0); });
-    bad("bad magic", [](std::vector<uint8_t>& c) { c[3] = '2'; });
+    bad("bad magic", [](std::vector<uint8_t>& c) { c[3] = '1'; });  // RDP1: the TCP-doorbell protocol
     bad("reserved", [](std::vector<uint8_t>& c) { c[67] = 1; });
     bad("mtu 0", p2([](RdmaParams& x) { x.mtu = 0; }));
     bad("mtu 6", p2([](RdmaParams& x) { x.mtu = 6; }));

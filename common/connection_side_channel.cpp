@@ -195,9 +195,12 @@ bool Connection::fin_peer_gone() {
 
 bool Connection::reader_gone() { return peer_closed_.load() || fin_peer_gone(); }
 
-void Connection::drain_side_channel_locked() {
+void Connection::drain_side_channel_locked(bool look_tcp) {
     transport_->drain_wake();
     if (peer_closed_.load()) return;
+    // The kernel wait saw the socket quiet: a FIN or byte arriving since makes it
+    // readable, and the next wait sees that.
+    if (!look_tcp && !rx_on_tcp()) return;
     if (rx_on_tcp()) {
         // The peer's bytes before its switch are still there: look, do not take.
         // A FIN tells a writer that nobody may read its ring any more.

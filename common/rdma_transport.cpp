@@ -102,10 +102,10 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
         return nullptr;
     }
     {
-        // Non-blocking: drain_wake() reads events until EAGAIN. A raw fcntl: the
-        // shim interposes fcntl.
+        // Non-blocking: drain_wake() must never block on a missing event. Not
+        // inherited across exec. A raw fcntl: the shim interposes fcntl.
         long fl = syscall(SYS_fcntl, t->channel_->fd, F_GETFL);
-        if (fl < 0 || syscall(SYS_fcntl, t->channel_->fd, F_SETFL, fl | O_NONBLOCK | O_CLOEXEC) < 0 ||
+        if (fl < 0 || syscall(SYS_fcntl, t->channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
             syscall(SYS_fcntl, t->channel_->fd, F_SETFD, FD_CLOEXEC) < 0) {
             err = "fcntl(O_NONBLOCK) on the completion channel failed: " + errno_text(errno);
             return nullptr;

@@ -25,6 +25,7 @@ struct State {
     int reg_mr_calls = 0;
     int post_send_rc = 0;        // what ibv_post_send returns
     int posts = 0;
+    int recvs = 0;               // receive WRs posted
     ibv_device device{};
     ibv_context context{};
 };
@@ -42,6 +43,7 @@ inline void reset() {
     s.reg_mr_calls = 0;
     s.post_send_rc = 0;
     s.posts = 0;
+    s.recvs = 0;
     s.context = {};
     s.context.device = &s.device;
     s.context.ops.post_send = [](ibv_qp*, ibv_send_wr*, ibv_send_wr** bad) {
@@ -50,7 +52,9 @@ inline void reset() {
         return state().post_send_rc;
     };
     s.context.ops.poll_cq = [](ibv_cq*, int, ibv_wc*) { return 0; };  // no completion, ever
-    s.context.ops.post_recv = [](ibv_qp*, ibv_recv_wr*, ibv_recv_wr** bad) {
+    s.context.ops.post_recv = [](ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+        if (state().fail == "post_recv") return *bad = wr, EINVAL;
+        ++state().recvs;
         *bad = nullptr;
         return 0;
     };

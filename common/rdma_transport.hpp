@@ -13,12 +13,13 @@
 //                 max_inline_data as read back with ibv_query_qp).
 //   ctrl block    one page, the first RdmaCtrl::bytes (320) registered LOCAL_WRITE|REMOTE_WRITE|
 //                 REMOTE_READ; every field on its own cache line (RdmaCtrl offsets).
-//   scratch       one page, local only: constant 0 / 1 words (sources of flag writes)
-//                 and the destinations of our RDMA READs.
+//   scratch       one page, local only: the destinations of our RDMA READs (probe, flush).
 //
 // Concurrency: the writer (one thread at a time), the reader (one thread at a
-// time) and arm_* / take_* may run on different threads; posting to the send
-// queue and reaping the completion queue are serialized by one internal mutex.
+// time) and arm_* / drain_wake may run on different threads; posting to the send
+// queue and reaping the send CQ are serialized by one internal mutex (sq_mu_),
+// the receive CQ, receive WRs and channel events by another (rq_mu_, which is
+// taken first when both are).
 //
 // Doorbells and lost wake-ups (docs/waiting.md, "RDMA: completion-channel
 // doorbells"): every record and every consumed publication is an RDMA WRITE

@@ -232,7 +232,7 @@ private:
     // or we have not yet read up to its switch offset).
     bool rx_on_tcp();
     bool tcp_readable();
-    void drain_side_channel_locked();
+    void drain_side_channel_locked(bool look_tcp = true);
     ssize_t ring_send(const iovec* iov, int iovcnt, int flags);
     ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
     void ring_doorbell();
@@ -283,7 +283,8 @@ private:
     // False when the transport knows the peer already made progress: don't sleep.
     bool arm_side(bool reader);
     void disarm_side(bool reader);
-    void drain_locked();
+    // look_tcp=false: the caller's kernel wait saw the TCP socket quiet (skip the peek).
+    void drain_locked(bool look_tcp = true);
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
     std::atomic<bool> rst_pending_{false};  // an ECONNRESET owed to the next failing send

@@ -28,16 +28,10 @@ void Connection::ring_doorbell() {
 
 void Connection::wake_local() {
     // Our own eventfd: every sleeper of this side waits on it (blocked calls,
-    // poll, an epoll set that keeps the connection cold). A raw write: write()
-    // is interposed.
-    if (int w = transport_ ? transport_->wake_fd() : -1; w >= 0) {
-        uint64_t one = 1;
-        int saved = errno;
-        (void)syscall(SYS_write, w, &one, sizeof one);
-        errno = saved;
-        return;
-    }
-    local_epoch_.fetch_add(1, std::memory_order_acq_rel);  // no eventfd (RDMA): epoll looks at all
+    // poll, an epoll set that keeps the connection cold).
+    if (transport_ && transport_->wake_self()) return;
+    // No writable doorbell (RDMA's completion channel): epoll looks at all.
+    local_epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool Connection::arm_side(bool reader) {
@@ -57,8 +51,8 @@ void Connection::disarm_side(bool reader) {
 
 // Takes the doorbells that woke us: the eventfd (side-channel transports), or
 // doorbell bytes on the TCP stream (RDMA), noting the peer's FIN or abort.
-void Connection::drain_locked() {
-    if (transport_->wake_fd() >= 0) return drain_side_channel_locked();
+void Connection::drain_locked(bool look_tcp) {
+    if (transport_->wake_fd() >= 0) return drain_side_channel_locked(look_tcp);
     char buf[256];
     for (;;) {
         ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
@@ -94,6 +88,7 @@ struct Connection::Sleeper {
     ReadyRef ready;
     bool reader;
     bool owned = false;
+    bool tcp_quiet = false;  // the last kernel wait saw only the doorbell
 
     int check() { return ready() ? 1 : 0; }
     bool peek() { return ready(); }
@@ -116,11 +111,14 @@ struct Connection::Sleeper {
             // (unread data there would wake us for nothing, again and again).
             else if (!reader && c.rx_on_tcp()) p[0].events = POLLRDHUP;
         }
-        return c.ops_.poll(p, p[1].fd >= 0 ? 2 : 1, ms);
+        int rc = c.ops_.poll(p, p[1].fd >= 0 ? 2 : 1, ms);
+        // Only the doorbell fired: its drain need not look at the TCP socket.
+        tcp_quiet = rc > 0 && p[1].fd >= 0 && p[0].revents == 0;
+        return rc;
     }
     void settle(int rc, bool) {
         if (owned) {
-            if (rc > 0) c.drain_locked();
+            if (rc > 0) c.drain_locked(!tcp_quiet);
             c.release_drain();
         }
         c.disarm_side(reader);

@@ -205,9 +205,12 @@ bool Connection::fin_peer_gone() {
 
 bool Connection::reader_gone() { return peer_closed_.load() || fin_peer_gone(); }
 
-void Connection::drain_side_channel_locked() {
+void Connection::drain_side_channel_locked(bool look_tcp) {
     transport_->drain_wake();
     if (peer_closed_.load()) return;
+    // The kernel wait saw the socket quiet: a FIN or byte arriving since makes it
+    // readable, and the next wait sees that.
+    if (!look_tcp && !rx_on_tcp()) return;
     if (rx_on_tcp()) {
         // The peer's bytes before its switch are still there: look, do not take.
         // A FIN tells a writer that nobody may read its ring any more.
@@ -222,6 +225,12 @@ void Connection::drain_side_channel_locked() {
         peer_closed_.store(true);
     } else if (n > 0 && rx_back()) {
         // The peer took its direction back to TCP between our two looks.
+    } else if (n > 0 && b == kAbortByte && !transport_->rx_switch()) {
+        // In band (RDMA): the peer's transport broke (Connection::transport_failed).
+        // Take the byte, so the socket does not stay readable; a reset, not an EOF.
+        RS_LOG(debug, "fd %d: the peer reports its transport failed", fd_);
+        (void)ops_.recv(fd_, &b, 1, MSG_DONTWAIT);
+        peer_reset_.store(true);
     } else if (n > 0) {
         RS_LOG(error, "fd %d: bytes on the TCP stream after the switch to the ring (written around the shim); resetting", fd_);
         peer_reset_.store(true);

@@ -6,7 +6,7 @@
 // the host's struct layout:
 //
 //   off size field
-//     0   4  magic "RDP1" (0x31504452 little endian)
+//     0   4  magic "RDP2" (0x32504452 little endian; "RDP1" peers used TCP doorbells: refused)
 //     4  16  gid          port GID the QP is addressed by (RoCE: IPv4-mapped IPv6)
 //    20   4  qpn          queue pair number (24 bits)
 //    24   4  psn          first packet sequence number (24 bits)
@@ -45,7 +45,7 @@ struct RdmaParams {
 };
 
 inline constexpr size_t kRdmaParamsBytes = 68;
-inline constexpr uint32_t kRdmaParamsMagic = 0x31504452u;  // "RDP1"
+inline constexpr uint32_t kRdmaParamsMagic = 0x32504452u;  // "RDP2": records and publications raise the peer's receive completions (WRITE_WITH_IMM)
 
 std::vector<uint8_t> encode(const RdmaParams& p);
 // False (with a reason in err) when the blob has the wrong size or magic, or a

@@ -2,7 +2,9 @@
 
 #include "wait_engine.hpp"
 
+#include <fcntl.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +25,6 @@ constexpr size_t kPage = 4096;
 // Scratch page: constant words used as the source of flag writes (so a flag write
 // that is not inline never sees its source change), and one READ destination per kind.
 constexpr size_t kScratchOne = 0;
-constexpr size_t kScratchZero = 8;
 constexpr size_t scratch_read_dst(uint64_t kind) { return 64 * kind; }
 
 
@@ -94,6 +95,30 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
         err = "ibv_create_cq(" + std::to_string(cqe) + ") failed: " + errno_text(errno);
         return nullptr;
     }
+    // The doorbell: a completion channel on the receive CQ (docs/waiting.md).
+    t->channel_ = CompChannel(api, api.create_comp_channel(dev.context()));
+    if (!t->channel_) {
+        err = "ibv_create_comp_channel failed: " + errno_text(errno);
+        return nullptr;
+    }
+    {
+        // Non-blocking: drain_wake() must never block on a missing event. Not
+        // inherited across exec. A raw fcntl: the shim interposes fcntl.
+        long fl = syscall(SYS_fcntl, t->channel_->fd, F_GETFL);
+        if (fl < 0 || syscall(SYS_fcntl, t->channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+            syscall(SYS_fcntl, t->channel_->fd, F_SETFD, FD_CLOEXEC) < 0) {
+            err = "fcntl(O_NONBLOCK) on the completion channel failed: " + errno_text(errno);
+            return nullptr;
+        }
+    }
+    uint32_t rq = recv_depth_for(ring_bytes);
+    if (a.max_qp_wr > 0) rq = std::min<uint32_t>(rq, static_cast<uint32_t>(a.max_qp_wr));
+    if (a.max_cqe > 1) rq = std::min<uint32_t>(rq, static_cast<uint32_t>(a.max_cqe) - 1);
+    t->rcq_ = CompletionQueue(api, api.create_cq(dev.context(), static_cast<int>(rq), nullptr, t->channel_.get(), 0));
+    if (!t->rcq_) {
+        err = "ibv_create_cq(" + std::to_string(rq) + ", completion channel) failed: " + errno_text(errno);
+        return nullptr;
+    }
     if (faults.has(RdmaFault::qp_create)) {
         err = "ibv_create_qp failed: " + errno_text(EINVAL) + " [fault injection rdma-qp-create]";
         return nullptr;
@@ -104,11 +129,11 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     for (uint32_t want_inline : {std::max(inline_wanted, kInlineWanted), kInlineWanted, 128u, 64u, 0u}) {
         ibv_qp_init_attr ia{};
         ia.send_cq = t->cq_.get();
-        ia.recv_cq = t->cq_.get();
+        ia.recv_cq = t->rcq_.get();
         ia.qp_type = IBV_QPT_RC;
         ia.sq_sig_all = 0;
         ia.cap.max_send_wr = depth;
-        ia.cap.max_recv_wr = 1;  // no receives are ever posted
+        ia.cap.max_recv_wr = rq;  // one per WRITE_WITH_IMM the peer may have in flight
         ia.cap.max_send_sge = 1;
         ia.cap.max_recv_sge = 1;
         ia.cap.max_inline_data = want_inline;
@@ -135,6 +160,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     // N well under the depth: at most depth/4 unsignaled requests trail the last
     // signaled one, so a full queue always has a completion coming.
     t->signal_every_ = std::min(kSignalEvery, t->sq_depth_ / 4);
+    t->rq_depth_ = std::min(rq, qa.cap.max_recv_wr > 0 ? qa.cap.max_recv_wr : rq);
     t->max_msg_ = std::max<uint32_t>(dev.max_msg_sz() & ~(static_cast<uint32_t>(ring::kAlign) - 1), 4096);
     // A random first PSN (std::random_device may throw; getrandom does not).
     uint32_t r = 0;
@@ -169,6 +195,19 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
     qs.local_psn = psn_;
     qs.fail_rtr = faults_.has(RdmaFault::qp_rtr);
     if (!rc_qp_connect(dev_, qp_.get(), remote, qs, path_mtu_, err)) return false;
+    // Every receive WR before the handshake message that lets the peer write
+    // (ACCEPT / READY), so its first WRITE_WITH_IMM finds one.
+    for (uint32_t i = 0; i < rq_depth_; ++i)
+        if (int rc = post_receive(qp_.get(), 0)) {
+            err = "ibv_post_recv failed: " + errno_text(rc);
+            return false;
+        }
+    // Armed from the start: a sleeper re-arms anyway, this only makes a stray
+    // early wait safe.
+    if (ibv_req_notify_cq(rcq_.get(), 0) != 0) {
+        err = "ibv_req_notify_cq failed";
+        return false;
+    }
     remote_ = remote;
     auto* consumed = reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed));
     writer_ = std::make_unique<ring::RingWriter>(remote.ring_bytes, sink_, consumed);
@@ -185,6 +224,8 @@ RdmaTransport::~RdmaTransport() {
         // hold something else.
         qp_.abandon();
         cq_.abandon();
+        rcq_.abandon();
+        channel_.abandon();
         for (MemoryRegion* mr : {&ring_mr_, &mirror_mr_, &ctrl_mr_, &scratch_mr_}) mr->abandon();
         pd_.abandon();
         if (dontfork_)
@@ -216,8 +257,19 @@ std::string RdmaTransport::error() const {
 }
 
 RdmaTransport::Stats RdmaTransport::stats() const {
+    Stats s;
+    {
+        std::lock_guard<std::mutex> lk(rq_mu_);
+        s.arms = arms_;
+        s.recv_completions = recv_completions_;
+        s.cq_events = cq_events_;
+    }
     std::lock_guard<std::mutex> lk(sq_mu_);
-    return stats_;
+    Stats r = stats_;
+    r.arms = s.arms;
+    r.recv_completions = s.recv_completions;
+    r.cq_events = s.cq_events;
+    return r;
 }
 
 bool RdmaTransport::reap_locked() {
@@ -282,7 +334,7 @@ void RdmaTransport::posted_locked(bool signaled) {
 // Unsignaled except every signal_every_-th. A signaled completion also retires
 // every unsignaled request before it (RC completes in order), which is how
 // `outstanding_` shrinks. Inline whenever the length fits max_inline_data.
-bool RdmaTransport::write_locked(LocalBuffer from, RemoteBuffer to) {
+bool RdmaTransport::write_locked(LocalBuffer from, RemoteBuffer to, bool with_imm) {
     if (!reserve_locked()) return false;
     const bool signal = pending_unsignaled_ + 1 >= signal_every_;
     const uint64_t s = ++seq_;
@@ -290,7 +342,8 @@ bool RdmaTransport::write_locked(LocalBuffer from, RemoteBuffer to) {
                                           .to = to,
                                           .inline_data = from.length <= max_inline_,
                                           .signaled = signal,
-                                          .wr_id = signal ? make_wr_id(kWrite, pending_unsignaled_ + 1, s) : 0});
+                                          .wr_id = signal ? make_wr_id(kWrite, pending_unsignaled_ + 1, s) : 0,
+                                          .with_imm = with_imm});
     if (rc) {
         fail_locked("ibv_post_send(RDMA WRITE) failed: " + errno_text(rc));
         return false;
@@ -370,29 +423,38 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
         return false;
     }
     const uint64_t end = sink_pos_ + bytes;
-    // Wake-up protocol: the progress counter the sleeping peer READs is stored
-    // BEFORE the record is posted (release: a READ that returns `end` is ordered
-    // after it; the caller's seq_cst fence then orders it before the flag load in
-    // take_peer_reader_waiting).
     at<uint64_t>(ctrl(RdmaCtrl::written)).store(end, std::memory_order_release);
-    std::lock_guard<std::mutex> lk(sq_mu_);
-    // One WRITE per record, unless the record is larger than the port's largest
-    // message (rxe: 8 MiB; records reach 16 MiB in rings of 64 MiB and more): then
-    // consecutive WRITEs on the QP, which the peer executes in order, so the
-    // footer in the last one still lands last.
-    for (uint64_t done = 0; done < bytes;) {
-        const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(bytes - done, max_msg_));
-        if (!write_locked({.addr = mirror_.data() + offset + done, .length = len, .lkey = mirror_mr_->lkey},
-                          {.addr = remote_.ring_addr + offset + done, .rkey = remote_.ring_rkey}))
-            return false;
-        done += len;
+    bool reap_recv = false;
+    {
+        std::lock_guard<std::mutex> lk(sq_mu_);
+        // One WRITE per record, unless the record is larger than the port's largest
+        // message (rxe: 8 MiB; records reach 16 MiB in rings of 64 MiB and more): then
+        // consecutive WRITEs on the QP, which the peer executes in order, so the
+        // footer in the last one still lands last. The last one carries the
+        // immediate: the peer's receive completion (its doorbell) comes after the
+        // whole record is placed.
+        for (uint64_t done = 0; done < bytes;) {
+            const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(bytes - done, max_msg_));
+            if (!write_locked({.addr = mirror_.data() + offset + done, .length = len, .lkey = mirror_mr_->lkey},
+                              {.addr = remote_.ring_addr + offset + done, .rkey = remote_.ring_rkey},
+                              done + len == bytes))
+                return false;
+            done += len;
+        }
+        ++stats_.records;
+        stats_.record_bytes += bytes;
+        if (bytes <= max_inline_) ++stats_.inline_records;
+        // Keep the completion queue drained and notice errors early.
+        if (signaled_inflight_ && !reap_locked()) return false;
+        sink_pos_ = end;
+        // A writer that never reads or waits still gets the peer's publications
+        // (receive WRs): repost them now and then.
+        if (++posts_since_reap_ >= 64) posts_since_reap_ = 0, reap_recv = true;
     }
-    ++stats_.records;
-    stats_.record_bytes += bytes;
-    if (bytes <= max_inline_) ++stats_.inline_records;
-    // Keep the completion queue drained and notice errors early.
-    if (signaled_inflight_ && !reap_locked()) return false;
-    sink_pos_ = end;
+    if (reap_recv) {
+        std::lock_guard<std::mutex> lk(rq_mu_);
+        reap_recv_locked();
+    }
     return true;
 }
 
@@ -401,9 +463,16 @@ bool RdmaTransport::publish(uint64_t consumed) {
     // is the write's source: inline copies it now; a non-inline write may pick up
     // a newer value, which is just as valid (monotonic, already zeroed).
     at<uint64_t>(ctrl(RdmaCtrl::published)).store(consumed, std::memory_order_release);
+    {
+        // The receive WRs of the records consumed so far go back first (the
+        // peer may now fill the space again).
+        std::lock_guard<std::mutex> lk(rq_mu_);
+        reap_recv_locked();
+    }
     std::lock_guard<std::mutex> lk(sq_mu_);
+    // With immediate: the peer's writer may sleep waiting for this space.
     if (!write_locked({.addr = ctrl(RdmaCtrl::published), .length = 8, .lkey = ctrl_mr_->lkey},
-                      peer_ctrl(RdmaCtrl::consumed)))
+                      peer_ctrl(RdmaCtrl::consumed), true))
         return false;
     ++stats_.publishes;
     if (signaled_inflight_ && !reap_locked()) return false;
@@ -412,100 +481,85 @@ bool RdmaTransport::publish(uint64_t consumed) {
 
 // ---------------------------------------------------------------- sleeping
 
-// True when every record the peer had posted when it stored `peer_written` has
-// landed in our ring: walk complete records from the reader's position (the same
-// checks the reader makes; anything odd just stops the walk, the reader reports it).
-// The walk may run concurrently with a reading thread that zeroes records behind
-// it: it then stops early and we answer "in flight", which only costs a re-check.
-bool RdmaTransport::landed_covers(uint64_t peer_written) {
-    uint64_t pos = reader_->consumed();
-    if (peer_written <= pos) return true;
-    if (peer_written - pos > ring_bytes_ || peer_written % ring::kAlign != 0) {
-        std::lock_guard<std::mutex> lk(sq_mu_);
-        fail_locked("peer reported an impossible written position " + std::to_string(peer_written));
-        return true;
-    }
-    const uint64_t start = pos, mask = ring_bytes_ - 1;
-    const uint32_t max_len = ring::max_payload(ring_bytes_);
-    while (pos < peer_written && pos - start < ring_bytes_) {
-        const uint64_t off = pos & mask;
-        const uint32_t header = at<uint32_t>(ring_.data() + off).load(std::memory_order_acquire);
-        const auto kind = ring::header_kind(header);
-        const uint32_t len = ring::header_length(header);
-        if (kind == ring::RecordKind::none) break;
-        if (kind == ring::RecordKind::data ? (len > max_len || off + ring::record_bytes(len) > ring_bytes_) : len != 0)
-            break;
-        const uint32_t footer = at<uint32_t>(ring_.data() + off + ring::footer_offset(len)).load(std::memory_order_acquire);
-        if (footer != ring::footer_for(header, pos)) break;
-        pos += ring::record_bytes(len);
-    }
-    return pos >= peer_written;
+void RdmaTransport::fail_unlocked(std::string why) {
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    fail_locked(std::move(why));
 }
 
-bool RdmaTransport::arm(bool reader, bool on) {
-    if (!connected_ || broken()) return true;
-    const size_t flag = reader ? RdmaCtrl::reader_waiting : RdmaCtrl::writer_waiting;
-    const Kind kind = reader ? kReadReader : kReadWriter;
-    uint64_t seq = 0;
-    {
-        std::lock_guard<std::mutex> lk(sq_mu_);
-        bool& set = reader ? reader_flag_set_ : writer_flag_set_;
-        if (!on) {
-            if (set && write_locked(scratch_buf(kScratchZero, 4), peer_ctrl(flag)))
-                ++stats_.flag_writes;
-            set = false;
-            return true;
+// Every completion on rcq_ is a WRITE_WITH_IMM of the peer (a record or a
+// publication) that consumed one receive WR: put one back for each. An error
+// completion (flushed receives of a QP in ERR) breaks the transport.
+bool RdmaTransport::reap_recv_locked() {
+    if (!connected_ || broken()) return false;
+    ibv_wc wc[32];
+    for (;;) {
+        const int n = ibv_poll_cq(rcq_.get(), 32, wc);
+        if (n < 0) {
+            fail_unlocked("ibv_poll_cq(receive CQ) failed");
+            return false;
         }
-        // 1. our flag into the peer's ctrl block, 2. READ the peer's progress counter.
-        // Same QP: the peer's responder executes the READ after the WRITE is placed.
-        if (!write_locked(scratch_buf(kScratchOne, 4), peer_ctrl(flag))) return true;
-        set = true;
-        ++stats_.flag_writes;
-        const size_t counter = reader ? RdmaCtrl::written : RdmaCtrl::published;
-        if (!read_locked(peer_ctrl(counter), scratch_buf(scratch_read_dst(kind), 8), kind, &seq)) return true;
-        ++stats_.reads;
-    }
-    // 3. Wait for the answer. Broken (error or timeout): see the header.
-    if (!wait_read(kind, seq)) return true;
-    const uint64_t peer = at<uint64_t>(scratch_.data() + scratch_read_dst(kind)).load(std::memory_order_acquire);
-    bool may_sleep;
-    if (reader) {
-        may_sleep = landed_covers(peer);
-    } else {
-        // The peer's published consumed position vs. what has landed in our ctrl block.
-        const uint64_t mine = at<uint64_t>(ctrl(RdmaCtrl::written)).load(std::memory_order_acquire);
-        const uint64_t landed =
-            reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed))->load(std::memory_order_acquire);
-        if (peer > mine || peer % ring::kAlign != 0) {
-            std::lock_guard<std::mutex> lk(sq_mu_);
-            fail_locked("peer reported an impossible published position " + std::to_string(peer));
-            return true;
+        for (int i = 0; i < n; ++i) {
+            if (wc[i].status != IBV_WC_SUCCESS) {
+                char vendor[16];
+                snprintf(vendor, sizeof vendor, "0x%x", wc[i].vendor_err);
+                fail_unlocked(std::string("receive completed with error: ") + dev_.api().wc_status_str(wc[i].status) +
+                              " (status " + std::to_string(wc[i].status) + ", vendor error " + vendor + ")");
+                return false;
+            }
+            ++recv_completions_;
+            if (int rc = post_receive(qp_.get(), 0)) {
+                fail_unlocked("ibv_post_recv failed: " + errno_text(rc));
+                return false;
+            }
         }
-        may_sleep = peer <= landed;
+        if (n < 32) return true;
     }
-    if (!may_sleep) {
-        std::lock_guard<std::mutex> lk(sq_mu_);
-        ++stats_.arms_in_flight;
-    }
-    return may_sleep;
 }
 
-bool RdmaTransport::arm_reader(bool on) { return arm(true, on); }
-bool RdmaTransport::arm_writer(bool on) { return arm(false, on); }
-
-// The peer RDMA-WROTE these flags into our ctrl block. The caller has issued a
-// seq_cst fence after storing its progress counter (post_record / publish), so
-// this load is ordered after that store: the other half of the Dekker pair.
-bool RdmaTransport::take_peer_reader_waiting() {
-    auto f = at<uint32_t>(ctrl(RdmaCtrl::reader_waiting));
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return f.load(std::memory_order_relaxed) != 0 && f.exchange(0, std::memory_order_acq_rel) != 0;
+// The sleeper's half (docs/waiting.md): re-arm, then drain. A completion
+// generated before ibv_req_notify_cq belongs to data placed before it, which the
+// caller's re-check (after this and a fence) sees; one generated after raises
+// an event on the channel, i.e. wake_fd() turns readable.
+bool RdmaTransport::arm(bool on) {
+    if (!on || !connected_ || broken()) return true;
+    std::lock_guard<std::mutex> lk(rq_mu_);
+    ++arms_;
+    if (ibv_req_notify_cq(rcq_.get(), 0) != 0) {
+        fail_unlocked("ibv_req_notify_cq failed");
+        return true;  // broken: the caller's re-check reports it
+    }
+    reap_recv_locked();
+    return true;
 }
 
-bool RdmaTransport::take_peer_writer_waiting() {
-    auto f = at<uint32_t>(ctrl(RdmaCtrl::writer_waiting));
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return f.load(std::memory_order_relaxed) != 0 && f.exchange(0, std::memory_order_acq_rel) != 0;
+bool RdmaTransport::arm_reader(bool on) { return arm(on); }
+bool RdmaTransport::arm_writer(bool on) { return arm(on); }
+
+void RdmaTransport::drain_wake() {
+    if (!connected_ || pid_ != getpid()) return;
+    const int saved = errno;
+    std::lock_guard<std::mutex> lk(rq_mu_);
+    unsigned n = 0;
+    ibv_cq* cq = nullptr;
+    void* cq_ctx = nullptr;
+    // One read (non-blocking: -1 with EAGAIN when there is none). A sleep re-arms
+    // the CQ once, so one event is the rule; a second one left behind keeps the
+    // fd readable and costs one early return of the next sleep, which drains it.
+    // Every event is acked at once (ibv_destroy_cq waits for the acks).
+    if (dev_.api().get_cq_event(channel_.get(), &cq, &cq_ctx) == 0) ++n;
+    if (n) {
+        dev_.api().ack_cq_events(rcq_.get(), n);
+        cq_events_ += n;
+    }
+    reap_recv_locked();
+    errno = saved;
+}
+
+void RdmaTransport::after_read() {
+    // The reader's receive WRs go back every 16 reads (and at each publication).
+    if (reads_since_reap_.fetch_add(1, std::memory_order_relaxed) % 16 != 15) return;
+    std::lock_guard<std::mutex> lk(rq_mu_);
+    reap_recv_locked();
 }
 
 bool RdmaTransport::probe(int timeout_ms, std::string& err) {

@@ -13,24 +13,24 @@
 //                 max_inline_data as read back with ibv_query_qp).
 //   ctrl block    one page, the first RdmaCtrl::bytes (320) registered LOCAL_WRITE|REMOTE_WRITE|
 //                 REMOTE_READ; every field on its own cache line (RdmaCtrl offsets).
-//   scratch       one page, local only: constant 0 / 1 words (sources of flag writes)
-//                 and the destinations of our RDMA READs.
+//   scratch       one page, local only: the destinations of our RDMA READs (probe, flush).
 //
 // Concurrency: the writer (one thread at a time), the reader (one thread at a
-// time) and arm_* / take_* may run on different threads; posting to the send
-// queue and reaping the completion queue are serialized by one internal mutex.
+// time) and arm_* / drain_wake may run on different threads; posting to the send
+// queue and reaping the send CQ are serialized by one internal mutex (sq_mu_),
+// the receive CQ, receive WRs and channel events by another (rq_mu_, which is
+// taken first when both are).
 //
-// Lost wake-ups (see transport.hpp for the caller's half): a side about to sleep
-// RDMA-WRITEs its "waiting" flag into the peer's ctrl block and then RDMA-READs
-// the peer's progress counter over the same QP; the responder executes the two in
-// order, so the flag is in the peer's memory before the counter is read. The
-// peer stores that progress counter in its own memory BEFORE it posts the record
-// (or the consumed publication) and loads the flag after a seq_cst fence. Either
-// the peer's flag load sees our flag (it rings the doorbell), or its counter store
-// preceded that load and therefore our READ, which returns the new counter: then
-// arm_* compares it with what has landed locally and returns false ("bytes in
-// flight: do not sleep") until it has landed. The full argument is in
-// docs/rdma-transport.md.
+// Doorbells and lost wake-ups (docs/waiting.md, "RDMA: completion-channel
+// doorbells"): every record and every consumed publication is an RDMA WRITE
+// WITH IMMEDIATE, so its arrival raises a completion on the peer's receive CQ
+// after the data is placed. That CQ has a completion channel; its fd is
+// wake_fd(). A side about to sleep re-arms the CQ (ibv_req_notify_cq), drains
+// it (reposting the receive WRs), then the caller re-checks the ring and sleeps
+// on the channel fd with the TCP socket. An arrival whose completion came before
+// the re-arm was placed before the re-check, which sees it; one after the re-arm
+// raises an event. No flag, no READ, no doorbell post: arming costs no network
+// round trip, and the writer never decides whether to ring.
 #pragma once
 
 #include <sys/types.h>
@@ -52,20 +52,17 @@
 namespace rdmasock {
 
 // Byte offsets inside a ctrl block. The peer addresses our block with these, so
-// they are part of the wire protocol (RdmaParams magic "RDP1").
+// they are part of the wire protocol (RdmaParams magic "RDP2").
 struct RdmaCtrl {
     // u64, written by the peer's reader (RDMA WRITE): consumed position of the ring
     // WE write (it lives in the peer). Our RingWriter reads it (validated).
     static constexpr size_t consumed = 0;
-    // u32, written by the peer: its reader sleeps until we write a record.
-    static constexpr size_t reader_waiting = 64;
-    // u32, written by the peer: its writer sleeps until we publish consumed space.
-    static constexpr size_t writer_waiting = 128;
-    // u64, ours, READ by the peer: end position of the last record our writer posted
-    // (stored before the record's RDMA WRITE is posted).
+    // 64, 128: unused since RDP2 (the "waiting" flags of the TCP-doorbell protocol).
+    // u64, ours, READ by the peer's probe (and our flush READ's source): end
+    // position of the last record our writer posted.
     static constexpr size_t written = 192;
-    // u64, ours, READ by the peer: the consumed position our reader last published
-    // (stored before the publication's RDMA WRITE is posted; also its source).
+    // u64, ours: the consumed position our reader last published (the source of
+    // the publication's WRITE).
     static constexpr size_t published = 256;
     static constexpr size_t bytes = 320;
 };
@@ -77,9 +74,9 @@ public:
         uint64_t record_bytes = 0;
         uint64_t inline_records = 0;  // of which IBV_SEND_INLINE
         uint64_t publishes = 0;       // consumed-counter writes
-        uint64_t flag_writes = 0;
-        uint64_t reads = 0;           // arm_* progress READs
-        uint64_t arms_in_flight = 0;  // arm_* that returned false (progress in flight)
+        uint64_t arms = 0;            // arm_*(true): CQ re-armed and drained
+        uint64_t recv_completions = 0;  // WRITE_WITH_IMM arrivals reaped (receive WRs reposted)
+        uint64_t cq_events = 0;       // completion-channel events taken (wake-ups)
         uint64_t signaled = 0;        // signaled work requests
         uint64_t cq_polls = 0;
         uint64_t sq_full_waits = 0;   // post had to wait for send queue room
@@ -108,19 +105,20 @@ public:
     const char* name() const override { return "rdma"; }
     ring::RingWriter& writer() override { return *writer_; }
     ring::RingReader& reader() override { return *reader_; }
-    // on=true: RDMA WRITE our reader_waiting flag into the peer, RDMA READ its
-    // `written` counter (spin up to kReadTimeoutMs for the answer), return false if
-    // the peer posted records that have not landed in our ring yet. on=false: clear
-    // the flag in the peer (one inline WRITE). A broken transport returns true: no
-    // byte can arrive through it any more, and the caller's kernel sleep on the TCP
-    // socket still ends on the peer's doorbell, FIN or RST (see broken()).
+    // on=true: re-arm the receive CQ's notification, then drain it (reposting
+    // receive WRs): from now on any arrival raises an event on wake_fd(). Always
+    // true (no progress can be in flight unseen: see the header). on=false: nothing.
     bool arm_reader(bool on) override;
-    // Same for the writer: flag writer_waiting, READ the peer's `published`, false
-    // if a consumed publication is still in flight to our ctrl block.
     bool arm_writer(bool on) override;
-    // Our ctrl block's flags as the peer wrote them (local loads, cleared on take).
-    bool take_peer_reader_waiting() override;
-    bool take_peer_writer_waiting() override;
+    // No flags: the writer never rings; its WRITE_WITH_IMM is the doorbell.
+    bool take_peer_reader_waiting() override { return false; }
+    bool take_peer_writer_waiting() override { return false; }
+    // The completion channel's fd (O_NONBLOCK): readable when an armed receive
+    // CQ got a completion. drain_wake() takes and acks the events and reaps the
+    // receive CQ. Our own sleepers cannot be woken through it (wake_self: false).
+    int wake_fd() const override { return channel_ ? channel_->fd : -1; }
+    void drain_wake() override;
+    void after_read() override;
     bool failed() const override { return broken(); }
     std::string stats_detail() const override;
 
@@ -150,11 +148,19 @@ public:
     uint32_t path_mtu() const { return path_mtu_; }  // enum ibv_mtu, after connect
     Stats stats() const;
 
-    static constexpr int kReadTimeoutMs = 1000;     // arm_* READ answer (default)
+    static constexpr int kReadTimeoutMs = 1000;     // probe READ answer, send-queue room (x2)
     void set_read_timeout_ms(int ms) { read_timeout_ms_ = ms > 0 ? ms : kReadTimeoutMs; }
     static constexpr uint32_t kSqDepthWanted = 256;
     static constexpr uint32_t kSignalEvery = 64;
     static constexpr uint32_t kInlineWanted = 256;
+    // Receive WRs: one per record the peer may have in flight to us (ring / 16,
+    // the smallest record) plus publications; capped by the device (max_qp_wr,
+    // max_cqe) and here. Beyond it the peer's WRITE_WITH_IMM waits (RNR, retried
+    // forever) until we repost: flow control, never loss.
+    static constexpr uint32_t kRecvDepthMax = 32767;
+    static uint32_t recv_depth_for(uint64_t ring_bytes) {
+        return static_cast<uint32_t>(std::clamp<uint64_t>(ring_bytes / ring::record_bytes(1) + 64, 256, kRecvDepthMax));
+    }
 
 private:
     explicit RdmaTransport(RdmaDevice& dev) : dev_(dev) {}
@@ -168,14 +174,16 @@ private:
         RdmaTransport* t = nullptr;
         bool publish_consumed(uint64_t consumed) override;
     };
-    enum Kind : uint64_t { kWrite = 0, kReadReader = 1, kReadWriter = 2, kReadFlush = 3 };
+    enum Kind : uint64_t { kWrite = 0, kReadFlush = 3 };
 
     bool post_record(uint64_t offset, uint64_t bytes);
     bool publish(uint64_t consumed);
-    bool arm(bool reader, bool on);
-    bool landed_covers(uint64_t peer_written);
+    bool arm(bool on);
+    // Under rq_mu_: reap the receive CQ, repost one receive WR per completion.
+    bool reap_recv_locked();
+    void fail_unlocked(std::string why);
     // All *_locked functions run under sq_mu_. A failed post breaks the transport.
-    bool write_locked(LocalBuffer from, RemoteBuffer to);
+    bool write_locked(LocalBuffer from, RemoteBuffer to, bool with_imm = false);
     bool read_locked(RemoteBuffer from, LocalBuffer to, Kind kind, uint64_t* seq);
     bool reserve_locked();
     void posted_locked(bool signaled);
@@ -204,7 +212,9 @@ private:
     MemoryRegion mirror_mr_;
     MemoryRegion ctrl_mr_;
     MemoryRegion scratch_mr_;
-    CompletionQueue cq_;
+    CompChannel channel_;   // of rcq_; destroyed after both CQs
+    CompletionQueue cq_;    // send completions (polled, never waited on)
+    CompletionQueue rcq_;   // receive completions: the peer's WRITE_WITH_IMMs
     QueuePair qp_;
     uint32_t psn_ = 0;
     uint32_t max_inline_ = 0;
@@ -212,6 +222,7 @@ private:
     uint32_t signal_every_ = 0;
     uint32_t path_mtu_ = 0;
     uint32_t max_msg_ = 0;  // largest single RDMA WRITE (port max_msg_sz)
+    uint32_t rq_depth_ = 0;  // receive WRs kept posted (one per arrival in flight)
     int read_timeout_ms_ = kReadTimeoutMs;
     RdmaParams remote_{};
     bool connected_ = false;
@@ -231,9 +242,14 @@ private:
     uint32_t signaled_inflight_ = 0;
     uint64_t seq_ = 0;
     uint64_t read_done_[4] = {};  // by Kind: highest completed READ sequence
-    bool reader_flag_set_ = false;  // last value we wrote into the peer's reader_waiting
-    bool writer_flag_set_ = false;
     Stats stats_;
+    uint32_t posts_since_reap_ = 0;
+    // Receive side (rcq_, receive WRs, channel events), taken before sq_mu_ when both are.
+    mutable std::mutex rq_mu_;
+    std::atomic<uint32_t> reads_since_reap_{0};
+    uint64_t recv_completions_ = 0;  // under rq_mu_
+    uint64_t cq_events_ = 0;
+    uint64_t arms_ = 0;
 };
 
 }  // namespace rdmasock

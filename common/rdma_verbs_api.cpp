@@ -12,6 +12,7 @@ namespace rdmasock {
 namespace {
 
 // The versions verbs.h links against (objdump -T libibverbs.so.1).
+constexpr const char* kV1_0 = "IBVERBS_1.0";  // the comp channel pair has only this (default) version
 constexpr const char* kV1_1 = "IBVERBS_1.1";
 constexpr const char* kV1_11 = "IBVERBS_1.11";
 constexpr const char* kV1_13 = "IBVERBS_1.13";
@@ -59,6 +60,10 @@ bool load_verbs_api(const char* soname, VerbsApi& out, std::string& err) {
     b.need(a.dereg_mr, "ibv_dereg_mr", kV1_1);
     b.need(a.create_cq, "ibv_create_cq", kV1_1);
     b.need(a.destroy_cq, "ibv_destroy_cq", kV1_1);
+    b.need(a.create_comp_channel, "ibv_create_comp_channel", kV1_0);
+    b.need(a.destroy_comp_channel, "ibv_destroy_comp_channel", kV1_0);
+    b.need(a.get_cq_event, "ibv_get_cq_event", kV1_1);
+    b.need(a.ack_cq_events, "ibv_ack_cq_events", kV1_1);
     b.need(a.create_qp, "ibv_create_qp", kV1_1);
     b.need(a.query_qp, "ibv_query_qp", kV1_1);
     b.need(a.modify_qp, "ibv_modify_qp", kV1_1);

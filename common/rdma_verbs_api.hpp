@@ -4,8 +4,8 @@
 // once; every verbs call of the RDMA transport goes through it.
 //
 // Only exported functions are in the table. The static inline wrappers of
-// verbs.h that dispatch through ctx->ops (ibv_post_send, ibv_poll_cq,
-// ibv_req_notify_cq) need no symbol and are called directly. The wrappers that
+// verbs.h that dispatch through ctx->ops (ibv_post_send, ibv_post_recv,
+// ibv_poll_cq, ibv_req_notify_cq) need no symbol and are called directly. The wrappers that
 // do reference symbols are rebuilt here: ibv_query_port (a macro around a
 // verbs_context op with the IBVERBS_1.1 symbol as fallback), ibv_query_gid_ex and
 // ibv_query_gid_table (inline calls of _ibv_query_gid_ex/_table). ibv_reg_mr is a
@@ -37,6 +37,11 @@ struct VerbsApi {
     ibv_cq* (*create_cq)(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                          int comp_vector) = nullptr;
     int (*destroy_cq)(ibv_cq* cq) = nullptr;
+    // Completion channels: the fd a sleeper waits on (docs/waiting.md, RDMA doorbells).
+    ibv_comp_channel* (*create_comp_channel)(ibv_context* context) = nullptr;
+    int (*destroy_comp_channel)(ibv_comp_channel* channel) = nullptr;
+    int (*get_cq_event)(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) = nullptr;
+    void (*ack_cq_events)(ibv_cq* cq, unsigned int nevents) = nullptr;
     ibv_qp* (*create_qp)(ibv_pd* pd, ibv_qp_init_attr* attr) = nullptr;
     int (*query_qp)(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init_attr) = nullptr;
     int (*modify_qp)(ibv_qp* qp, ibv_qp_attr* attr, int mask) = nullptr;

@@ -1,7 +1,7 @@
 // Owners of verbs objects: each releases its object through the verbs table
 // (rdma_verbs_api.hpp) when it goes out of scope, so an error return anywhere
 // in device or transport setup leaks nothing. Declare them in creation order
-// (context, PD, MRs, CQ, QP): members are destroyed in reverse, which is the
+// (context, PD, MRs, completion channel, CQ, QP): members are destroyed in reverse, which is the
 // order verbs requires (a QP before its CQ, MRs before their PD).
 //
 // abandon() forgets the object without releasing it: in a forked child the
@@ -54,6 +54,7 @@ using DeviceList = VerbsOwner<ibv_device*, &VerbsApi::free_device_list>;
 using VerbsContext = VerbsOwner<ibv_context, &VerbsApi::close_device>;
 using ProtectionDomain = VerbsOwner<ibv_pd, &VerbsApi::dealloc_pd>;
 using MemoryRegion = VerbsOwner<ibv_mr, &VerbsApi::dereg_mr>;
+using CompChannel = VerbsOwner<ibv_comp_channel, &VerbsApi::destroy_comp_channel>;  // before its CQs
 using CompletionQueue = VerbsOwner<ibv_cq, &VerbsApi::destroy_cq>;
 using QueuePair = VerbsOwner<ibv_qp, &VerbsApi::destroy_qp>;
 

@@ -32,6 +32,11 @@ struct RdmaWrite {
     bool inline_data = false;  // IBV_SEND_INLINE: the caller checked length <= max_inline_data
     bool signaled = false;     // a completion is generated (and wr_id reported)
     uint64_t wr_id = 0;
+    // IBV_WR_RDMA_WRITE_WITH_IMM: besides placing the data, consumes one receive
+    // WR of the peer and raises a completion on its receive CQ carrying `imm`
+    // (generated after the data is placed). The peer's doorbell (docs/waiting.md).
+    bool with_imm = false;
+    uint32_t imm = 0;
 };
 
 struct RdmaRead {
@@ -45,5 +50,9 @@ struct RdmaRead {
 // inline call through the QP's context ops: no libibverbs symbol is needed.
 int post_write(ibv_qp* qp, const RdmaWrite& w);
 int post_read(ibv_qp* qp, const RdmaRead& r);
+// One receive WR without scatter/gather entries (the WRITE_WITH_IMMs it will
+// match carry their data to a remote address, not into the WR). ibv_post_recv
+// is inline too.
+int post_receive(ibv_qp* qp, uint64_t wr_id);
 
 }  // namespace rdmasock

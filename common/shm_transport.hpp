@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,6 +31,14 @@ public:
         // EAGAIN means the counter is huge: the peer has a wake-up pending anyway.
         [[maybe_unused]] ssize_t n = ::write(peer_wake_, &one, sizeof one);
         errno = saved;
+    }
+    bool wake_self() override {
+        if (wake_ < 0) return false;
+        int saved = errno;
+        uint64_t one = 1;
+        (void)syscall(SYS_write, wake_, &one, sizeof one);  // a raw write: write() is interposed
+        errno = saved;
+        return true;
     }
     void drain_wake() override {
         int saved = errno;

@@ -2,21 +2,21 @@
 // protocol. The connection logic (common/connection.*) is written against this
 // interface only, so shared memory and RDMA share all of it.
 //
-// Sleeping without lost wake-ups (a Dekker handshake):
+// Sleeping without lost wake-ups (a Dekker handshake, docs/waiting.md):
 //   sleeper: arm_reader(true) / arm_writer(true); if it returns false, or the
 //            ring re-check finds progress, do not sleep; else sleep in the kernel
-//   waker:   publish (record or consumed counter); fence; if take_peer_*(): doorbell
+//            on wake_fd() and the TCP socket
+//   waker:   publish (record or consumed counter); fence; if take_peer_*(): ring_peer()
 // Shared memory: the flag is a seq_cst store into shared memory, so the ring
-// re-check that follows is exact and arm_* always returns true.
-// RDMA: the flag is written into the peer's memory and is only known to have
-// landed once a following RDMA READ (same queue pair, so ordered after the
-// write) returns; that READ fetches the peer's progress counter (records
-// posted / consumed published), and arm_* returns false when the peer had
-// already made progress the local ring cannot show yet (bytes in flight).
-// The doorbell is one byte on the connection's TCP socket (in-band transports),
-// or an eventfd per direction that the transport owns (the side-channel shm
-// path: the TCP stream then carries nothing of ours, so any byte on it is the
-// application's). A sleeper waits on wake_fd() together with the TCP socket.
+// re-check that follows is exact and arm_* always returns true; the doorbell is
+// an eventfd per direction, passed with the rings.
+// RDMA: every record and publication is a WRITE WITH IMMEDIATE that raises a
+// completion on the receiver's CQ after its data is placed; arm_* re-arms that
+// CQ's notification and drains it, so the re-check sees every arrival that came
+// before and every later one raises an event on the completion channel
+// (wake_fd()). take_peer_* is always false there: the writer never rings.
+// The TCP stream carries nothing of ours after the upgrade except an abort byte
+// (Connection::kAbortByte) when a transport breaks.
 #pragma once
 
 #include <atomic>
@@ -47,11 +47,17 @@ public:
     virtual void on_peer_ready() {}
     // The transport broke for good (RDMA: a queue-pair error); no byte moves any more.
     virtual bool failed() const { return false; }
-    // Out-of-band doorbells: the fd a sleeper of this side waits on (-1: the
-    // doorbell is a byte on the TCP socket), ring the peer's, consume ours.
+    // Doorbells: the fd a sleeper of this side waits on (-1: none, the doorbell
+    // is a byte on the TCP socket), ring the peer's, consume ours.
     virtual int wake_fd() const { return -1; }
     virtual void ring_peer() {}
     virtual void drain_wake() {}
+    // Wake every sleeper of this side without the peer (shutdown from another
+    // thread); false when wake_fd() cannot be written by us (RDMA: a completion
+    // channel), and the caller falls back to Connection::local_epoch().
+    virtual bool wake_self() { return false; }
+    // After the reader consumed bytes (a hook for receive-queue upkeep).
+    virtual void after_read() {}
     // Side-channel connections switch each direction from TCP to the ring at a
     // byte offset (shm_channel.hpp, RingControl::switch_at); null: the rings
     // carry every byte from the start (in-band negotiation).

@@ -18,9 +18,10 @@
 //      and a receiver thread per side, random chunk sizes (inline and not), random
 //      pauses so that both sleep paths run: a receiver finding the ring empty and a
 //      sender finding it full follow the transport.hpp contract exactly (arm, re-check,
-//      sleep in poll() on a TCP socket, woken by a doorbell byte the peer sends when
-//      take_peer_*_waiting() says so). c0 carries the doorbells of the client->server
-//      ring, c1 those of the server->client ring (c2: the TCP ping-pong baseline).
+//      sleep in poll() on the transport's completion channel, woken by the receive
+//      completion of the peer's next WRITE_WITH_IMM; take_peer_*_waiting() is always
+//      false, so no doorbell byte is ever sent). c0 and c1 carry the parameters and
+//      report the peer's death (c2: the TCP ping-pong baseline).
 //      A sleep that is not woken within --wake-timeout seconds is a lost wake-up: FAIL.
 // Every byte is verified. Each side prints "PASS ..." or "FAIL ..."; exit status 0
 // only if both sides passed.
@@ -31,7 +32,7 @@
 //          --server-gid N --client-gid N (default -1: automatic)
 //          --bytes N (per direction, default 4 MiB)  --ring N (default 16384)
 //          --min-arms N, --min-slept N, --min-writer-slept N: sleep-path entries, real
-//            sleeps, writer sleeps required per side (defaults: 1200, 300, 10 per 4 MiB;
+//            sleeps, writer sleeps required per side (defaults: 500, 300, 10 per 4 MiB;
 //            no writer minimum with rings over 16 KiB)
 //          --pingpong N (default 1000)  --seed S  --wake-timeout SEC (default 20)
 //          --no-pause (stream flat out: a throughput figure; no sleep-path minimums)
@@ -151,6 +152,7 @@ struct Side {
     int c[3] = {-1, -1, -1};
     RdmaDevice* dev = nullptr;
     std::unique_ptr<RdmaTransport> t;
+    std::atomic<bool> drain_owned{false};  // one thread at a time takes the channel's events
     int tx_dir() const { return server ? 2 : 1; }
     int rx_dir() const { return server ? 1 : 2; }
     int tx_bell() const { return server ? c[1] : c[0]; }  // we sleep on it as a writer, ring it as a writer
@@ -170,16 +172,16 @@ void doorbell(int fd, Counters& k) {
     ++k.doorbells;
 }
 
-void drain(int fd) {
-    char buf[256];
-    while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
-    }
-}
-
 // The sleep path of transport.hpp, for either side of a ring:
 //   arm(true); fence; if (!may_sleep || ready()) { disarm; return } ; sleep; disarm
+// The sleep is poll() on the transport's completion channel (wake_fd(): the
+// peer's WRITE_WITH_IMM raised a receive completion after arm re-armed the CQ)
+// and the TCP socket (the peer's FIN: it died). The sender and the receiver
+// thread of one side share the channel: like the shim (Connection::try_own_drain)
+// only one of them owns its drain at a time; the other naps 1 ms, because the
+// owner may take an event meant for both.
 template <class Arm, class Ready>
-void sleep_until(int fd, Arm arm, Ready ready, Counters& k, const char* what) {
+void sleep_until(Side& s, int fd, Arm arm, Ready ready, Counters& k, const char* what) {
     if (opt.spin_us > 0) {  // what the shim does first (RDMASOCK spin time)
         auto end = Clock::now() + std::chrono::microseconds(opt.spin_us);
         while (Clock::now() < end)
@@ -187,29 +189,33 @@ void sleep_until(int fd, Arm arm, Ready ready, Counters& k, const char* what) {
     }
     ++k.arms;
     bool may = arm(true);
+    const bool owned = !s.drain_owned.exchange(true, std::memory_order_acq_rel);
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    auto done = [&] {
+        if (owned) s.drain_owned.store(false, std::memory_order_release);
+        arm(false);
+    };
     if (!may) {
         ++k.in_flight;
-        arm(false);
-        return;
+        return done();
     }
     if (ready()) {
         ++k.recheck;
-        arm(false);
-        return;
+        return done();
     }
-    pollfd p{fd, POLLIN, 0};
+    pollfd p[2] = {{s.t->wake_fd(), POLLIN, 0}, {fd, POLLRDHUP, 0}};
     int rc;
-    do rc = poll(&p, 1, opt.wake_timeout_s * 1000);
+    do rc = poll(p, 2, owned ? opt.wake_timeout_s * 1000 : 1);
     while (rc < 0 && errno == EINTR);
-    if (rc == 0)
+    if (rc == 0 && owned)
         die(std::string("lost wake-up: ") + what + " slept " + std::to_string(opt.wake_timeout_s) +
             " s without a doorbell (condition now " + (ready() ? "TRUE: the doorbell was lost" : "false: peer stuck") +
             ")");
-    if (p.revents & (POLLHUP | POLLERR)) die(std::string(what) + ": doorbell socket closed");
-    drain(fd);
+    if (p[1].revents & (POLLHUP | POLLERR | POLLRDHUP)) die(std::string(what) + ": the peer's TCP socket closed");
+    if (p[0].revents & (POLLHUP | POLLERR)) die(std::string(what) + ": completion channel error");
+    if (owned) s.t->drain_wake();
     ++k.slept;
-    arm(false);
+    done();
 }
 
 // Pauses make the peer find the ring empty (its reader sleeps) or full (its
@@ -265,7 +271,7 @@ void sender(Side& s, Counters& k, std::string& fail) {
                 fail = "writer broken: " + w.error() + " / " + s.t->error();
                 return;
             }
-            sleep_until(s.tx_bell(), arm, space, k, "writer");
+            sleep_until(s, s.tx_bell(), arm, space, k, "writer");
         }
         pos += n;
         pause_after(true, ++ops, rng, k);
@@ -277,7 +283,7 @@ void sender(Side& s, Counters& k, std::string& fail) {
             fail = "write_fin broken: " + w.error();
             return;
         }
-        sleep_until(s.tx_bell(), arm, space, k, "writer(fin)");
+        sleep_until(s, s.tx_bell(), arm, space, k, "writer(fin)");
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (s.t->take_peer_reader_waiting()) doorbell(s.tx_bell(), k);
@@ -317,7 +323,7 @@ void receiver(Side& s, Counters& k, std::string& fail, uint64_t& got) {
             fail = "reader broken: " + rd.error() + " / " + s.t->error();
             return;
         }
-        sleep_until(s.rx_bell(), arm, ready, k, "reader");
+        sleep_until(s, s.rx_bell(), arm, ready, k, "reader");
     }
     if (got != opt.bytes) fail = "end of stream after " + std::to_string(got) + " of " + std::to_string(opt.bytes) + " bytes";
 }
@@ -354,7 +360,7 @@ void pingpong(Side& s, int mode) {
                 std::atomic_thread_fence(std::memory_order_seq_cst);
                 if (s.t->take_peer_writer_waiting()) doorbell(s.rx_bell(), k);
             }
-            if (r.bytes == 0 && mode == 1) sleep_until(s.rx_bell(), arm, ready, k, "ping-pong reader");
+            if (r.bytes == 0 && mode == 1) sleep_until(s, s.rx_bell(), arm, ready, k, "ping-pong reader");
             if ((i & 4095) == 4095 && Clock::now() > deadline) die("ping-pong: no answer");
         }
     };
@@ -499,11 +505,13 @@ int run_side(bool server, int listener) {
     auto st = s.t->stats();
     const uint64_t arms = ks.arms + kr.arms;
     printf("INFO %s: stream %.1f MiB each way in %.2f s (%.2f MiB/s per direction); records %llu (%llu inline, %.0f%%), "
-           "publishes %llu, flag writes %llu, READs %llu, signaled %llu, cq polls %llu, sq-full waits %llu\n",
+           "publishes %llu, arms %llu, receive completions %llu, channel events %llu, signaled %llu, cq polls %llu, "
+           "sq-full waits %llu\n",
            g_role, opt.bytes / 1048576.0, secs(t5 - t4), opt.bytes / 1048576.0 / secs(t5 - t4),
            static_cast<unsigned long long>(st.records), static_cast<unsigned long long>(st.inline_records),
            st.records ? 100.0 * st.inline_records / st.records : 0.0, static_cast<unsigned long long>(st.publishes),
-           static_cast<unsigned long long>(st.flag_writes), static_cast<unsigned long long>(st.reads),
+           static_cast<unsigned long long>(st.arms), static_cast<unsigned long long>(st.recv_completions),
+           static_cast<unsigned long long>(st.cq_events),
            static_cast<unsigned long long>(st.signaled), static_cast<unsigned long long>(st.cq_polls),
            static_cast<unsigned long long>(st.sq_full_waits));
     printf("INFO %s: sleep path: reader arms %llu (slept %llu, in flight %llu, re-check %llu), writer arms %llu (slept "
@@ -581,9 +589,10 @@ int check_peer_death() {
     }
     Side s;
     setup_side(s, false, l);
-    // RDMA_PAIR_READ_TIMEOUT_MS: a long arm READ timeout lets the QP's own retry
+    // RDMA_PAIR_READ_TIMEOUT_MS: a long liveness READ timeout lets the QP's own retry
     // exhaustion (a completion error) be what breaks the transport.
-    if (const char* e = getenv("RDMA_PAIR_READ_TIMEOUT_MS")) s.t->set_read_timeout_ms(atoi(e));
+    int read_timeout_ms = 0;  // 0: RdmaTransport::kReadTimeoutMs
+    if (const char* e = getenv("RDMA_PAIR_READ_TIMEOUT_MS")) read_timeout_ms = atoi(e), s.t->set_read_timeout_ms(read_timeout_ms);
     std::vector<uint8_t> buf(4096);
     uint64_t pos = 0;
     Clock::time_point dead{};
@@ -599,6 +608,11 @@ int check_peer_death() {
             ++arms;
             s.t->arm_writer(true);
             s.t->arm_writer(false);
+            // Arming no longer talks to the peer (no READ since the completion-
+            // channel doorbells; in the shim the dead peer's TCP FIN/RST ends the
+            // wait): a liveness READ, bounded by the READ timeout, breaks it here.
+            std::string perr;
+            s.t->probe(read_timeout_ms, perr);
             usleep(1000);
         }
         if (Clock::now() - start > std::chrono::seconds(120)) die("transport still not broken 120 s after start: hang");
@@ -819,7 +833,7 @@ int check_params() {
     p.lid = 7;
     auto b = encode(p);
     if (b.size() != kRdmaParamsBytes) die("encoded size");
-    if (b[0] != 'R' || b[1] != 'D' || b[2] != 'P' || b[3] != '1') die("magic bytes");
+    if (b[0] != 'R' || b[1] != 'D' || b[2] != 'P' || b[3] != '2') die("magic bytes");
     if (b[20] != 0x56 || b[21] != 0x34 || b[22] != 0x12) die("not little endian");
     RdmaParams q;
     std::string err;
@@ -845,7 +859,7 @@ int check_params() {
     };
     bad("short blob", [](std::vector<uint8_t>& c) { c.pop_back(); });
     bad("long blob", [](std::vector<uint8_t>& c) { c.push_back(0); });
-    bad("bad magic", [](std::vector<uint8_t>& c) { c[3] = '2'; });
+    bad("bad magic", [](std::vector<uint8_t>& c) { c[3] = '1'; });  // RDP1: the TCP-doorbell protocol
     bad("reserved", [](std::vector<uint8_t>& c) { c[67] = 1; });
     bad("mtu 0", p2([](RdmaParams& x) { x.mtu = 0; }));
     bad("mtu 6", p2([](RdmaParams& x) { x.mtu = 6; }));
@@ -913,8 +927,10 @@ int main(int argc, char** argv) {
     // Defaults scaled to the stream: about one sender chunk in two is followed by a
     // kernel sleep, so the peer's reader sleeps about (chunks / 2) times; these are
     // a third to a half of what a 4 MiB run measures, on a quiet or a loaded host.
+    // Arms: ~1,180 per side since the completion-channel doorbells (an arm always
+    // allows the sleep now; the old arm READ's "in flight" answers made 2,200-2,800).
     const double scale = opt.no_pause ? 0.0 : static_cast<double>(opt.bytes) / (4 << 20);
-    if (!opt.min_arms_set) opt.min_arms = static_cast<uint64_t>(1200 * scale);
+    if (!opt.min_arms_set) opt.min_arms = static_cast<uint64_t>(500 * scale);
     if (!opt.min_slept_set) opt.min_slept = static_cast<uint64_t>(300 * scale);
     if (!opt.min_writer_slept_set) opt.min_writer_slept = opt.ring <= 16384 ? static_cast<uint64_t>(10 * scale) : 0;
     alarm(600);  // a hang is a failure (SIGALRM kills us: nonzero status)

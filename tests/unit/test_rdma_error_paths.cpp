@@ -2,6 +2,8 @@
 //   - a failed post inside RdmaTransport::probe returns an error (it used to
 //     call error() while holding sq_mu_, which error() takes again: a hang);
 //   - every setup step that fails releases what the steps before it created.
+#include <fcntl.h>
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -102,10 +104,12 @@ TEST_CASE("rdma setup: a failure at any step releases every verbs object made be
         {"reg_mr", 1, false, "ibv_reg_mr of the ctrl block"},
         {"reg_mr", 2, false, "ibv_reg_mr of the scratch block"},
         {"create_cq", 0, false, "ibv_create_cq"},
+        {"create_comp_channel", 0, false, "ibv_create_comp_channel failed"},
         {"create_qp", 0, false, "ibv_create_qp"},
         {"query_qp", 0, false, "ibv_query_qp"},
         {"reg_mr", 3, true, "ibv_reg_mr of the send mirror"},
         {"modify_qp", 0, true, "ibv_modify_qp(INIT) failed"},
+        {"post_recv", 0, true, "ibv_post_recv failed"},
     };
     for (const Step& s : steps) {
         INFO(s.fail << " after " << s.reg_mr_ok);
@@ -157,4 +161,29 @@ TEST_CASE("rdma faults: RDMASOCK_FAULT is parsed once into a set") {
     CHECK(two.has(RdmaFault::bad_gid));
     CHECK(two.has(RdmaFault::dontfork));
     CHECK_FALSE(RdmaFaults::parse("rdma-qp").any());  // whole names only
+}
+
+TEST_CASE("rdma doorbells: a completion channel fd, receive WRs posted at connect, arming never says in flight") {
+    verbs_mock::reset();
+    {
+        auto dev = mock_device();
+        std::unique_ptr<RdmaTransport> t, peer;
+        connected_pair(*dev, t, peer);
+        const int fd = t->wake_fd();
+        REQUIRE(fd >= 0);
+        CHECK((fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);
+        CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+        CHECK(peer->wake_fd() != fd);
+        // connect() posted every receive WR (ring/16 + 64, capped by the mock's max_qp_wr 256).
+        CHECK(verbs_mock::state().recvs == 256);
+        CHECK(t->arm_reader(true));
+        CHECK(t->arm_writer(true));
+        t->arm_reader(false);
+        CHECK_FALSE(t->take_peer_reader_waiting());
+        CHECK_FALSE(t->take_peer_writer_waiting());
+        t->drain_wake();  // no event: returns at once (non-blocking fd)
+        CHECK(t->stats().arms == 2);
+        CHECK(t->stats().cq_events == 0);
+    }
+    CHECK(verbs_mock::state().live == 0);
 }

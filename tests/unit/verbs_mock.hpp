@@ -6,6 +6,9 @@
 // gone. `fail` names the call that fails (once set, every time it is called).
 #pragma once
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <arpa/inet.h>
 
 #include <cerrno>
@@ -22,6 +25,7 @@ struct State {
     int reg_mr_calls = 0;
     int post_send_rc = 0;        // what ibv_post_send returns
     int posts = 0;
+    int recvs = 0;               // receive WRs posted
     ibv_device device{};
     ibv_context context{};
 };
@@ -39,6 +43,7 @@ inline void reset() {
     s.reg_mr_calls = 0;
     s.post_send_rc = 0;
     s.posts = 0;
+    s.recvs = 0;
     s.context = {};
     s.context.device = &s.device;
     s.context.ops.post_send = [](ibv_qp*, ibv_send_wr*, ibv_send_wr** bad) {
@@ -47,6 +52,13 @@ inline void reset() {
         return state().post_send_rc;
     };
     s.context.ops.poll_cq = [](ibv_cq*, int, ibv_wc*) { return 0; };  // no completion, ever
+    s.context.ops.post_recv = [](ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+        if (state().fail == "post_recv") return *bad = wr, EINVAL;
+        ++state().recvs;
+        *bad = nullptr;
+        return 0;
+    };
+    s.context.ops.req_notify_cq = [](ibv_cq*, int) { return 0; };
 }
 
 inline bool failing(const char* call) {
@@ -126,6 +138,18 @@ inline const rdmasock::VerbsApi& api() {
             return failing("create_cq") ? nullptr : make<ibv_cq>();
         };
         v.destroy_cq = [](ibv_cq* cq) { return release(cq); };
+        v.create_comp_channel = [](ibv_context*) -> ibv_comp_channel* {
+            if (failing("create_comp_channel")) return nullptr;
+            ibv_comp_channel* ch = make<ibv_comp_channel>();
+            ch->fd = eventfd(0, EFD_CLOEXEC);  // a real fd: the transport sets O_NONBLOCK on it
+            return ch;
+        };
+        v.destroy_comp_channel = [](ibv_comp_channel* ch) {
+            close(ch->fd);
+            return release(ch);
+        };
+        v.get_cq_event = [](ibv_comp_channel*, ibv_cq**, void**) { return errno = EAGAIN, -1; };  // no event, ever
+        v.ack_cq_events = [](ibv_cq*, unsigned) {};
         v.create_qp = [](ibv_pd*, ibv_qp_init_attr*) -> ibv_qp* {
             if (failing("create_qp")) return nullptr;
             ibv_qp* qp = make<ibv_qp>();

@@ -62,8 +62,9 @@ def exec_body(s):
     fd = s.fileno(); os.set_inheritable(fd, True)
     os.execv(sys.executable, [sys.executable, "-c", ECHO % (fd, fd)])
 
-# 2. SCM_RIGHTS: the server passes the socket to a worker and closes its copy.
-def pass_body(s):
+# 2. SCM_RIGHTS: the server passes the socket to a worker and closes its copy
+#    at once, or keeps it open until the worker is done.
+def pass_body(s, keep=False):
     a, b = socket.socketpair()
     w = os.fork()
     if w == 0:
@@ -71,29 +72,17 @@ def pass_body(s):
         _, fds, _, _ = socket.recv_fds(b, 16, 1)
         t = socket.socket(fileno=fds[0])
         data = recv_all(t)
-        t.sendall(b"passed:" + data); t.close()
+        t.sendall((b"kept:" if keep else b"passed:") + data); t.close()
         os._exit(0)
     b.close()
     socket.send_fds(a, [b"x"], [s.fileno()])
-    s.close(); a.close()
-    os.waitpid(w, 0)
-
-# 2b. SCM_RIGHTS, the sender keeping its copy open until the worker is done.
-def pass_keep_body(s):
-    a, b = socket.socketpair()
-    w = os.fork()
-    if w == 0:
-        a.close()
-        _, fds, _, _ = socket.recv_fds(b, 16, 1)
-        t = socket.socket(fileno=fds[0])
-        data = recv_all(t)
-        t.sendall(b"kept:" + data); t.close()
-        os._exit(0)
-    b.close()
-    socket.send_fds(a, [b"x"], [s.fileno()])
+    if not keep: s.close()
     a.close()
     os.waitpid(w, 0)
     s.close()
+
+def pass_keep_body(s):
+    pass_body(s, keep=True)
 
 # 3. fork: a child of the server writes the answer; the server closes its copy.
 def fork_body(s):

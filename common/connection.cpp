@@ -220,6 +220,7 @@ void Connection::become_failed(const char* why) {
 void Connection::upgrade(std::unique_ptr<Transport> t) {
     no_delay(fd_);
     transport_ = std::move(t);
+    upgraded_once_.store(true, std::memory_order_relaxed);
     owner_pid_ = current_pid();
     fork_gen_ = fork_generation();
     // Bad application buffers get EFAULT from the ring copies from now on (fault_guard.hpp).
@@ -310,7 +311,7 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
         case Phase::rv_accepted: return tcp_send(iov, iovcnt, flags);
         default: break;  // plain or strip_hello: the kernel carries it
     }
-    if (side_tried_) return tcp_send(iov, iovcnt, flags);  // it counts its bytes
+    if (counts_own_bytes()) return tcp_send(iov, iovcnt, flags);
     msghdr mh{};
     mh.msg_iov = const_cast<iovec*>(iov);
     mh.msg_iovlen = static_cast<size_t>(iovcnt);
@@ -336,25 +337,27 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
         case Phase::rv_offered: return tcp_recv(iov, iovcnt, flags);
         default: break;
     }
-    if (side_tried_) return tcp_recv(iov, iovcnt, flags);  // it counts its bytes
+    if (counts_own_bytes()) return tcp_recv(iov, iovcnt, flags);
     msghdr mh{};
     mh.msg_iov = const_cast<iovec*>(iov);
     mh.msg_iovlen = static_cast<size_t>(iovcnt);
     return ops_.recvmsg(fd_, &mh, flags);
 }
 
-// A transport that broke after the upgrade (RDMA: a queue-pair error, the
-// device gone) ends the connection as a TCP reset would: ECONNRESET here, and
-// an abort byte on the doorbell stream, so a peer asleep in the kernel learns
-// it too instead of waiting for records that will never come.
+// A transport that broke after the upgrade (RDMA: a queue-pair error, a peer
+// ring that fails validation): the stream goes on over TCP
+// (connection_downgrade_inband.cpp) while the peer can answer; false then.
+// Otherwise the connection ends as a TCP reset would, at both ends, so a peer
+// asleep in the kernel learns it too instead of waiting for records that will
+// never come.
 bool Connection::transport_failed() {
     if (!transport_->failed()) return false;
-    if (!failure_reported_.exchange(true)) {
-        RS_LOG(warn, "fd %d: %s transport failed; reporting a reset", fd_, transport_->name());
-        const char b = kAbortByte;
-        ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-        peer_reset_.store(true);
+    if (marker_sent_.load() && !peer_reset_.load()) return false;  // on its way back
+    if (can_go_back()) {
+        begin_way_back(std::string(transport_->name()) + " transport failed: " + transport_->failure());
+        return false;
     }
+    if (!failure_reported_.exchange(true)) reset_both((std::string(transport_->name()) + " transport failed").c_str());
     return true;
 }
 
@@ -373,6 +376,9 @@ int Connection::shutdown(int how) {
         return 0;
     }
     if (rd) shut_rd_ = true;
+    // In band, on the way back: our unread ring bytes go over TCP before the
+    // kernel's FIN (hand_over waits for the peer's marker).
+    if (wr && marker_sent_.load() && !tx_back()) hand_over("shutdown on the way back to tcp");
     if (wr && !shut_wr_.exchange(true)) {
         // A writer blocked on a full ring holds write_mu_: wake it first; it sees
         // shut_wr_ and gives up (EPIPE, as a blocked TCP sender does).
@@ -422,9 +428,12 @@ void Connection::close_last_reference() {
     }
     // SO_LINGER {1, 0}: no end-of-stream record; the kernel's RST at the close
     // tells the peer, which then reports ECONNRESET as TCP would.
+    // In band, on the way back: what the peer has not read goes over TCP first.
+    if (phase() == Phase::upgraded && owned_by_this_process() && marker_sent_.load() && !abortive_close())
+        hand_over("closed on the way back to tcp");
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close()) {
         std::lock_guard<std::mutex> lk(write_mu_);
-        if (fork_gen_ != fork_generation() && transport_->tx_control()) {
+        if (fork_gen_ != fork_generation() && transport_->tx_control() && !in_band()) {
             // A child forked since the upgrade may hold the socket: only the
             // kernel knows when the stream ends. What the peer has not read
             // goes to TCP, and the kernel's FIN, if any, follows it.

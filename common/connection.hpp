@@ -72,6 +72,9 @@ public:
     // Whether this connection went through the side-channel rendezvous (it then
     // counts its own TCP bytes for the statistics line).
     bool side_channel_tried() const { return side_tried_; }
+    // It counts every byte of its calls itself (side channel, or once upgraded:
+    // a call that ends plain after a way back moved bytes on both paths).
+    bool counts_own_bytes() const { return side_tried_ || upgraded_once_.load(std::memory_order_relaxed); }
     bool carried_nothing() const { return tx_bytes_ == 0 && rx_bytes_ == 0 && tcp_tx_ == 0 && tcp_rx_.load() == 0; }
     // The eventfd this side sleeps on besides the TCP socket (-1: none).
     int wake_fd() const;
@@ -217,6 +220,20 @@ private:
     bool lock_busy(std::atomic<int32_t>& word);
     bool ask_pending();      // handing over, and our receives not yet asked for
     void ask_locked();       // holding read_mu_: ask the peer for our receives
+    // The way back agreed in band (Transport::back_in_band, back_marker.hpp;
+    // RDMA): each side stops reading its ring and sends its reader's place in
+    // a marker on TCP; the peer's marker says where our resend starts.
+    bool in_band() const { return transport_ && transport_->back_in_band(); }
+    // Ours went out: the ring is no longer read; writes wait for the peer's place.
+    std::atomic<bool> marker_sent_{false};
+    std::mutex marker_mu_;
+    void send_marker();                     // once: freeze our reader, send its place
+    bool can_go_back();                     // in band, our transport, a peer that can answer
+    void begin_way_back(const std::string& why);  // in band: starts it, does not wait
+    bool hand_over_in_band(const char* why);
+    void read_marker();                     // the drain found the marker's first byte
+    // A byte on the TCP stream that nobody of ours wrote: reset both ends, loudly.
+    void reset_both(const char* why);
     // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way
     // (random per connection, 0 = off); the downgrade stress test.
     uint64_t handover_at_ = 0;
@@ -298,7 +315,7 @@ private:
     bool fin_peer_gone();
     // Nobody will ever read this ring again: the peer closed (or died).
     bool reader_gone();
-    std::atomic<bool> failure_reported_{false};  // transport_failed() sent its abort byte
+    std::atomic<bool> failure_reported_{false};  // transport_failed() reset the connection
     // shutdown() may come from another thread than the one blocked in a call.
     std::atomic<bool> shut_rd_{false}, shut_wr_{false};
     // A local act raised readiness (shutdown): wake this side's own sleepers.
@@ -321,6 +338,7 @@ private:
     bool tx_switched_ = false;
     std::atomic<uint64_t> rx_switch_at_{~0ull};  // the peer's switch offset, latched
     bool side_tried_ = false;
+    std::atomic<bool> upgraded_once_{false};  // upgrade() ran (in band)
     int rv_calls_ = 0;                    // client: calls made while waiting for an OFFER
     std::atomic<uint64_t> send_full_{0};
     std::string fallback_reason_;

@@ -78,6 +78,26 @@ inline void kernel_shutdown(int fd, int how) {
     errno = saved;
 }
 
+// Our own bytes on the TCP socket (a take-back, a back marker), whatever the
+// socket's blocking mode: they were already "sent" as far as the application
+// knows, like bytes in a kernel send queue. A full socket buffer waits for the
+// reader. False when the socket failed (no one will read them).
+inline bool send_all_ours(const SocketOps& ops, int fd, const void* data, size_t len) {
+    const char* p = static_cast<const char*>(data);
+    while (len > 0) {
+        ssize_t n = ops.send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            p += n;
+            len -= static_cast<size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+        pollfd pw{fd, POLLOUT, 0};
+        ops.poll(&pw, 1, 1000);
+    }
+    return true;
+}
+
 // Phases in which this side holds rings (and an eventfd on the side-channel path).
 inline bool has_rings(Phase p) { return p == Phase::upgraded || p == Phase::rv_accepted; }
 

@@ -212,7 +212,9 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
         r |= static_cast<short>(in | (wanted & POLLRDHUP));
     else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
-    if (out_left && (transport_->writer().writable() || closed || reset || fin_peer_gone())) r |= out_left;
+    // In band, between our marker and the peer's, a write would only wait.
+    const bool tx_waits = marker_sent_.load(std::memory_order_relaxed) && !tx_back();
+    if (out_left && (closed || reset || (!tx_waits && (transport_->writer().writable() || fin_peer_gone())))) r |= out_left;
     if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
     return r;

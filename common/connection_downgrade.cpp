@@ -73,35 +73,24 @@ void Connection::serve_downgrade() {
 void Connection::take_back_locked() {
     auto* c = transport_->tx_control();
     if (state(*c) == kBack) return;
-    // The take-back's bytes go out with the socket's own blocking mode ignored:
-    // they were already "sent" as far as our application knows, like bytes in
-    // a kernel send queue. A full socket buffer waits for the reader.
+    // In band, the peer's place comes with its marker (asked); until then there
+    // is no take-back to make.
+    if (in_band() && state(*c) == kRing) return;
     struct Out final : downgrade::Resend {
         Connection& conn;
         explicit Out(Connection& c) : conn(c) {}
-        bool send_all(const void* data, size_t len) override {
-            const char* p = static_cast<const char*>(data);
-            while (len > 0) {
-                ssize_t n = conn.ops_.send(conn.fd_, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n > 0) {
-                    p += n;
-                    len -= static_cast<size_t>(n);
-                    continue;
-                }
-                if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
-                pollfd pw{conn.fd_, POLLOUT, 0};
-                conn.ops_.poll(&pw, 1, 1000);
-            }
-            return true;
-        }
+        bool send_all(const void* data, size_t len) override { return send_all_ours(conn.ops_, conn.fd_, data, len); }
         void end_of_stream() override {}
     } out(*this);
     const int saved = errno;
-    auto t = downgrade::take_back(*c, transport_->tx_ring(), transport_->writer().capacity(), current_pid(), out);
+    auto& w = transport_->writer();
+    auto t = in_band() ? downgrade::take_back_until(*c, transport_->tx_ring(), w.capacity(), w.written(), out)
+                       : downgrade::take_back(*c, transport_->tx_ring(), w.capacity(), current_pid(), out);
     if (!t.ok) {
         // A ring that fails validation or a socket gone mid-resend: the stream
         // cannot continue in order. Loudly, as TCP reports a broken connection.
         RS_LOG(error, "fd %d: taking the ring back to tcp failed (%s); resetting", fd_, t.err.c_str());
+        if (in_band()) reset_both("the take-back failed");
         peer_reset_.store(true);
         kernel_shutdown(fd_, SHUT_RDWR);
     } else {
@@ -118,6 +107,12 @@ Connection::Way Connection::tx_enter_locked() {
     auto* c = transport_->tx_control();
     if (!c) return Way::ring;
     if (!lock_busy(c->writer_busy)) return Way::tcp;  // reset: the kernel answers EPIPE
+    if (in_band() && state(*c) == kRing) {
+        if (!marker_sent_.load(std::memory_order_relaxed)) return Way::ring;
+        // Our marker is out: the peer's says where our take-back starts.
+        downgrade::unlock(c->writer_busy);
+        return Way::wait;
+    }
     if (state(*c) == kRing && state(*transport_->rx_control()) != kBack && !handing_over_.load(std::memory_order_relaxed))
         return Way::ring;
     take_back_locked();
@@ -150,7 +145,8 @@ bool Connection::lock_busy(std::atomic<int32_t>& word) {
 }
 
 bool Connection::ask_pending() {
-    if (!handing_over_.load(std::memory_order_relaxed)) return false;
+    // In band, hand_over() sends the marker itself (no read_mu_ needed).
+    if (!handing_over_.load(std::memory_order_relaxed) || in_band()) return false;
     auto* c = transport_->rx_control();
     return c && state(*c) == kRing;
 }
@@ -223,6 +219,7 @@ bool Connection::hand_over(const char* why) {
         case Phase::rv_accepted: break;
         default: return true;  // plain or failed: the kernel has it all
     }
+    if (in_band()) return hand_over_in_band(why);
     if (!transport_->tx_control()) {
         RS_LOG(warn, "fd %d: a %s connection cannot go back to tcp (%s): its bytes stay with this process", fd_,
                transport_->name(), why);
@@ -233,7 +230,6 @@ bool Connection::hand_over(const char* why) {
         if (downgrade_why_.empty()) downgrade_why_ = why;
     }
     RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);
-    const int32_t me = current_pid();
     auto* rc = transport_->rx_control();
     handing_over_.store(true, std::memory_order_seq_cst);
     // Our sends go back at once, with what the peer had not read; our receives

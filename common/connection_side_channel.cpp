@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "fault_guard.hpp"
+#include "back_marker.hpp"
 #include "log.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
@@ -152,9 +153,9 @@ void Connection::switch_tx_locked() {
 }
 
 bool Connection::rx_on_tcp() {
+    if (rx_back()) return true;  // the peer's bytes after our place come over TCP now
     auto* sw = transport_->rx_switch();
     if (!sw) return false;
-    if (rx_back()) return true;  // the peer's bytes after our place come over TCP now
     uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
     if (at == RingControl::kNotSwitched) {
         at = sw->load(std::memory_order_acquire);
@@ -223,18 +224,20 @@ void Connection::drain_side_channel_locked(bool look_tcp) {
     if (n == 0) {
         RS_LOG(debug, "fd %d: peer closed its socket", fd_);
         peer_closed_.store(true);
+        if (in_band()) {
+            // Our marker will get no answer: what landed in our ring is the
+            // peer's last data, read on from where our reader stopped.
+            uint32_t asked = RingControl::asked;
+            transport_->rx_control()->back_state.compare_exchange_strong(asked, RingControl::ring);
+        }
     } else if (n > 0 && rx_back()) {
         // The peer took its direction back to TCP between our two looks.
-    } else if (n > 0 && b == kAbortByte && !transport_->rx_switch()) {
-        // In band (RDMA): the peer's transport broke (Connection::transport_failed).
-        // Take the byte, so the socket does not stay readable; a reset, not an EOF.
-        RS_LOG(debug, "fd %d: the peer reports its transport failed", fd_);
-        (void)ops_.recv(fd_, &b, 1, MSG_DONTWAIT);
-        peer_reset_.store(true);
+    } else if (n > 0 && in_band() && static_cast<uint8_t>(b) == back_marker::kFirstByte) {
+        read_marker();  // the peer starts the way back (connection_downgrade_inband.cpp)
     } else if (n > 0) {
-        RS_LOG(error, "fd %d: bytes on the TCP stream after the switch to the ring (written around the shim); resetting", fd_);
-        peer_reset_.store(true);
-        peer_closed_.store(true);
+        // Nothing of ours: a path around the shim wrote it, and no order with
+        // the ring's bytes can be established. Never dropped, never read out of order.
+        reset_both("bytes on the TCP stream after the switch to the ring (written around the shim)");
     } else if (errno == ECONNRESET) {
         // The peer's RST (SO_LINGER 0, or unread data at its close): ECONNRESET
         // for our reader, not EOF, as TCP reports it.

@@ -24,7 +24,12 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     auto& w = transport_->writer();
     size_t total = 0;
     for (;;) {
-        if (shut_wr_ || transport_failed() || peer_reset_.load() || w.status() == ring::RingStatus::broken) {
+        const bool failed = transport_failed();  // in band: starts the way back instead (false)
+        if (!failed && w.status() == ring::RingStatus::broken && can_go_back())
+            begin_way_back("send ring broken: " + w.error());
+        const bool going_back = marker_sent_.load(std::memory_order_relaxed);
+        if (shut_wr_ || failed || peer_reset_.load() ||
+            (going_back ? peer_closed_.load() && !tx_back() : w.status() == ring::RingStatus::broken)) {
             if (total > 0) return static_cast<ssize_t>(total);
             RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd_, shut_wr_.load(), peer_reset_.load(),
                    peer_closed_.load(), ring::to_string(w.status()));
@@ -36,7 +41,30 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             return -1;
         }
         IovCursor cur(iov, iovcnt, total);
-        if (tx_enter_locked() != Way::ring) {
+        const Way way = tx_enter_locked();
+        if (way == Way::wait) {
+            // In band, our marker is out (connection_downgrade_inband.cpp): the
+            // peer's says where the take-back starts; then the rest goes on TCP.
+            if (try_own_drain()) {
+                drain_locked();
+                release_drain();
+            }
+            if (downgrade_due()) continue;
+            if (nb) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                errno = EAGAIN;
+                return -1;
+            }
+            auto res = wait_for([&] { return downgrade_due() || peer_reset_.load() || peer_closed_.load() || shut_wr_.load(); },
+                                false, timeout_for(true));
+            if (res != Wait::ready) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                errno = res == Wait::timeout ? EAGAIN : EINTR;
+                return -1;
+            }
+            continue;
+        }
+        if (way != Way::ring) {
             // Back on TCP (connection_downgrade.cpp): the rest follows what was sent again there.
             ssize_t n = tcp_send_locked(cur.v, cur.n, flags);
             if (n < 0) return total > 0 ? static_cast<ssize_t>(total) : -1;
@@ -156,12 +184,24 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         if (way == Way::tcp) continue;  // back on TCP: rx_on_tcp() says so now
         if (way == Way::wait) {
             // We asked the peer to send our unread bytes again over TCP (hand_over).
+            // In band its answer is a marker on the TCP stream: look for it.
+            if (in_band() && try_own_drain()) {
+                drain_locked();
+                release_drain();
+                if (!rx_waiting_back()) continue;
+            }
+            if (peer_reset_.load()) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                errno = ECONNRESET;
+                return -1;
+            }
             if (nb) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;
                 return -1;
             }
-            auto res = wait_for([&] { return !rx_waiting_back() || shut_rd_.load(); }, true, timeout_for(false));
+            auto res = wait_for([&] { return !rx_waiting_back() || shut_rd_.load() || peer_reset_.load(); }, true,
+                                timeout_for(false));
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = res == Wait::timeout ? EAGAIN : EINTR;
@@ -208,6 +248,11 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             return static_cast<ssize_t>(total);
         }
         if (r.status == ring::RingStatus::broken) {
+            if (can_go_back() && !marker_sent_.load()) {
+                // The peer resends from our place what the ring could not give.
+                begin_way_back("receive ring broken: " + rd.error());
+                continue;
+            }
             RS_LOG(warn, "fd %d: receive ring broken: %s", fd_, rd.error().c_str());
             if (total > 0) return static_cast<ssize_t>(total);
             errno = ECONNRESET;

@@ -6,6 +6,10 @@
 
 #include <cerrno>
 
+#include <cstring>
+#include <string>
+
+#include "ring_format.hpp"
 #include "ring_reader.hpp"
 
 namespace rdmasock::downgrade {
@@ -95,6 +99,50 @@ TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid
         }
         return t;
     }
+}
+
+TakeBack take_back_until(RingControl& c, const uint8_t* ring, uint64_t capacity, uint64_t end, Resend& out) {
+    using namespace ring;
+    TakeBack t;
+    if (state(c) == RingControl::back) return t;
+    uint64_t pos = c.read_pos.load(std::memory_order_acquire);
+    uint32_t partial = c.read_partial.load(std::memory_order_acquire);
+    c.back_state.store(RingControl::back, std::memory_order_seq_cst);
+    auto fail = [&](std::string why) {
+        t.ok = false;
+        t.err = std::move(why);
+        return t;
+    };
+    if (pos > end || end - pos > capacity)
+        return fail("the reader's place " + std::to_string(pos) + " is outside the last lap before " + std::to_string(end));
+    const uint64_t mask = capacity - 1;
+    while (pos < end) {
+        const uint64_t off = pos & mask;
+        uint32_t header, footer;
+        std::memcpy(&header, ring + off, 4);
+        const RecordKind kind = header_kind(header);
+        const uint32_t len = header_length(header);
+        const uint64_t bytes = record_bytes(len);
+        if ((kind != RecordKind::data && kind != RecordKind::wrap && kind != RecordKind::fin) || off + bytes > capacity ||
+            pos + bytes > end)
+            return fail("no record of ours at position " + std::to_string(pos));
+        std::memcpy(&footer, ring + off + footer_offset(len), 4);
+        if (footer != footer_for(header, pos) || partial > len || (partial > 0 && kind != RecordKind::data))
+            return fail("no record of ours at position " + std::to_string(pos));
+        if (kind == RecordKind::fin) {
+            t.fin = true;
+            out.end_of_stream();
+            return t;
+        }
+        if (len > partial) {
+            if (!out.send_all(ring + off + kHeaderBytes + partial, len - partial))
+                return fail("the socket failed during the take-back");
+            t.resent += len - partial;
+        }
+        partial = 0;
+        pos += bytes;
+    }
+    return t;
 }
 
 RingControl::Back ask(RingControl& c) {

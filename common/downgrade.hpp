@@ -55,6 +55,15 @@ struct TakeBack {
 // reader had not read. Idempotent: a direction already back resends nothing.
 TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid, Resend& out);
 
+// In-band transports (RDMA, back_marker.hpp): the writer's own copy of the
+// ring it writes (the send mirror) and the reader's place from the peer's
+// marker, stored in c.read_pos/read_partial with c.back_state asked. Resends
+// the records in [read place, end) (end: the writer's next record position;
+// the mirror holds older laps past it), marks the direction back. Every record
+// must validate at its position: a place that is no record boundary, outside
+// (end - capacity, end], or a partial past its record fails (err).
+TakeBack take_back_until(RingControl& c, const uint8_t* ring, uint64_t capacity, uint64_t end, Resend& out);
+
 // The reader's half; call holding reader_busy of `c` (the ring we read).
 //   s = ask(c);                    // ring -> asked (back: nothing to do)
 //   if (s == asked && writer_idle(c) && <the reader sees neither record nor FIN>)

@@ -10,6 +10,7 @@ RdmaFaults RdmaFaults::parse(std::string_view spec) {
         {"rdma-no-device", RdmaFault::no_device}, {"rdma-open", RdmaFault::open},
         {"rdma-qp-create", RdmaFault::qp_create}, {"rdma-qp-rtr", RdmaFault::qp_rtr},
         {"rdma-bad-gid", RdmaFault::bad_gid},     {"rdma-dontfork", RdmaFault::dontfork},
+        {"rdma-qp-error", RdmaFault::qp_error},
     };
     RdmaFaults out;
     while (!spec.empty()) {

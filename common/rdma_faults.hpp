@@ -8,6 +8,9 @@
 //   rdma-bad-gid    the client aims its QP at a GID nobody holds (the probe READ
 //                   goes unanswered)
 //   rdma-dontfork   not a failure: MADV_DONTFORK even on a copy-on-fork kernel
+//   rdma-qp-error   the queue pair is forced into the error state mid-stream,
+//                   after a random 1 B..4 MiB of records (the connection goes
+//                   back to TCP: docs/protocol.md, "Downgrade over RDMA")
 //
 // The value may list several, separated by commas. Names of other layers
 // (client-hello, shm-create, ...) are not RDMA faults and are ignored here.
@@ -25,6 +28,7 @@ enum class RdmaFault : uint32_t {
     qp_rtr = 1u << 3,
     bad_gid = 1u << 4,
     dontfork = 1u << 5,
+    qp_error = 1u << 6,
 };
 
 class RdmaFaults {

@@ -6,7 +6,8 @@
 // the host's struct layout:
 //
 //   off size field
-//     0   4  magic "RDP2" (0x32504452 little endian; "RDP1" peers used TCP doorbells: refused)
+//     0   4  magic "RDP3" (0x33504452 little endian; refused: "RDP1" peers used TCP
+//            doorbells, "RDP2" ones cannot go back to TCP)
 //     4  16  gid          port GID the QP is addressed by (RoCE: IPv4-mapped IPv6)
 //    20   4  qpn          queue pair number (24 bits)
 //    24   4  psn          first packet sequence number (24 bits)
@@ -45,7 +46,9 @@ struct RdmaParams {
 };
 
 inline constexpr size_t kRdmaParamsBytes = 68;
-inline constexpr uint32_t kRdmaParamsMagic = 0x32504452u;  // "RDP2": records and publications raise the peer's receive completions (WRITE_WITH_IMM)
+// "RDP3": records and publications raise the peer's receive completions
+// (WRITE_WITH_IMM), and a connection can go back to TCP (back_marker.hpp).
+inline constexpr uint32_t kRdmaParamsMagic = 0x33504452u;
 
 std::vector<uint8_t> encode(const RdmaParams& p);
 // False (with a reason in err) when the blob has the wrong size or magic, or a

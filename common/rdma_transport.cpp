@@ -55,6 +55,11 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     t->faults_ = faults;
     t->dontfork_ = !dev.kernel_copies_on_fork() || faults.has(RdmaFault::dontfork);
     t->pid_ = getpid();
+    if (faults.has(RdmaFault::qp_error)) {
+        uint32_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != sizeof r) r = static_cast<uint32_t>(t->pid_) * 2654435761u;
+        t->qp_error_at_ = 1 + r % (4u << 20);
+    }
     t->ring_bytes_ = ring_bytes;
     t->sink_.t = t.get();
     t->publisher_.t = t.get();
@@ -423,6 +428,12 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
         return false;
     }
     const uint64_t end = sink_pos_ + bytes;
+    if (qp_error_at_ && end >= qp_error_at_) {
+        std::lock_guard<std::mutex> lk(sq_mu_);
+        fail_locked("queue pair forced into error after " + std::to_string(sink_pos_) +
+                    " ring bytes [fault injection rdma-qp-error]");
+        return false;
+    }
     at<uint64_t>(ctrl(RdmaCtrl::written)).store(end, std::memory_order_release);
     bool reap_recv = false;
     {
@@ -444,8 +455,11 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
         ++stats_.records;
         stats_.record_bytes += bytes;
         if (bytes <= max_inline_) ++stats_.inline_records;
-        // Keep the completion queue drained and notice errors early.
-        if (signaled_inflight_ && !reap_locked()) return false;
+        // Keep the completion queue drained and notice errors early. An error
+        // found here belongs to an earlier request: this record was posted, so
+        // it counts as written (a take-back resends it from the mirror unless
+        // the peer's reader got it: docs/protocol.md, "Downgrade over RDMA").
+        if (signaled_inflight_) reap_locked();
         sink_pos_ = end;
         // A writer that never reads or waits still gets the peer's publications
         // (receive WRs): repost them now and then.

@@ -52,7 +52,7 @@
 namespace rdmasock {
 
 // Byte offsets inside a ctrl block. The peer addresses our block with these, so
-// they are part of the wire protocol (RdmaParams magic "RDP2").
+// they are part of the wire protocol (RdmaParams magic "RDP3").
 struct RdmaCtrl {
     // u64, written by the peer's reader (RDMA WRITE): consumed position of the ring
     // WE write (it lives in the peer). Our RingWriter reads it (validated).
@@ -120,6 +120,13 @@ public:
     void drain_wake() override;
     void after_read() override;
     bool failed() const override { return broken(); }
+    std::string failure() const override { return error(); }
+    // The way back to TCP is agreed in band (back_marker.hpp): the controls are
+    // this side's own, and a take-back resends from the send mirror.
+    bool back_in_band() const override { return true; }
+    RingControl* tx_control() override { return connected_ ? &tx_back_ : nullptr; }
+    RingControl* rx_control() override { return connected_ ? &rx_back_ : nullptr; }
+    uint8_t* tx_ring() override { return mirror_.data(); }
     std::string stats_detail() const override;
 
     // After connect(), before any data: one RDMA READ from the peer's ctrl block
@@ -230,8 +237,13 @@ private:
     Sink sink_;
     Publisher publisher_;
     uint64_t sink_pos_ = 0;  // writer thread only: absolute end of the last posted record
+    uint64_t qp_error_at_ = 0;  // RdmaFault::qp_error: break the QP once sink_pos_ passes it
     std::unique_ptr<ring::RingWriter> writer_;
     std::unique_ptr<ring::RingReader> reader_;
+
+    // The way back (connection_downgrade.cpp): the direction we write (the
+    // peer's place arrives in its marker) and the one we read.
+    RingControl tx_back_, rx_back_;
 
     std::atomic<bool> broken_{false};
     mutable std::mutex sq_mu_;

@@ -88,6 +88,9 @@ bool RingWriter::put_record(RecordKind kind, const iovec*& iov, int& iovcnt, siz
     std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(rec + footer_offset(length)))
         .store(footer_for(header, written_), std::memory_order_release);
     if (!sink_.post(off, bytes)) {
+        // Not sent: the staged copy goes back to zero too, so a take-back that
+        // walks the writer's copy (downgrade::take_back_until) never finds it.
+        std::memset(rec, 0, bytes);
         fail("transport failed to post a record");
         return false;
     }

@@ -15,8 +15,9 @@
 // CQ's notification and drains it, so the re-check sees every arrival that came
 // before and every later one raises an event on the completion channel
 // (wake_fd()). take_peer_* is always false there: the writer never rings.
-// The TCP stream carries nothing of ours after the upgrade except an abort byte
-// (Connection::kAbortByte) when a transport breaks.
+// The TCP stream carries nothing of ours after the upgrade except a back
+// marker (back_marker.hpp) that starts the way back to TCP; anything else
+// resets the connection (Connection::reset_both).
 #pragma once
 
 #include <atomic>
@@ -47,6 +48,7 @@ public:
     virtual void on_peer_ready() {}
     // The transport broke for good (RDMA: a queue-pair error); no byte moves any more.
     virtual bool failed() const { return false; }
+    virtual std::string failure() const { return {}; }  // why, once failed()
     // Doorbells: the fd a sleeper of this side waits on (-1: none, the doorbell
     // is a byte on the TCP socket), ring the peer's, consume ours.
     virtual int wake_fd() const { return -1; }
@@ -65,10 +67,16 @@ public:
     virtual std::atomic<uint64_t>* rx_switch() { return nullptr; }
     // The way back to TCP (downgrade.hpp): the shared state of each direction
     // and the memory of the ring we write (a take-back reads it). Null: this
-    // transport cannot hand its stream back (RDMA, for now).
+    // transport cannot hand its stream back (a shared-memory transport set up
+    // in band, which has no TCP side of its own).
     virtual RingControl* tx_control() { return nullptr; }
     virtual RingControl* rx_control() { return nullptr; }
     virtual uint8_t* tx_ring() { return nullptr; }
+    // How the way back is agreed: false, the peer maps the RingControls and
+    // sees every step there (shared memory); true, each side holds its own and
+    // the steps travel as back markers on the TCP stream (back_marker.hpp;
+    // RDMA). tx_ring() is then the writer's own copy of the ring it writes.
+    virtual bool back_in_band() const { return false; }
     // Extra words for the statistics line ("" or " key=value ...").
     virtual std::string stats_detail() const { return {}; }
 };

@@ -32,8 +32,8 @@ namespace {
 // the kernel carried its bytes.
 ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
     if (!(flags & MSG_PEEK)) stat_bytes(s, n, tx);
-    // (The side-channel path counts its TCP bytes itself.)
-    if (n > 0 && config().stats && !s.conn->side_channel_tried()) {
+    // (The side-channel path and a connection once upgraded count their TCP bytes themselves.)
+    if (n > 0 && config().stats && !s.conn->counts_own_bytes()) {
         Phase ph = s.conn->phase();
         if (ph == Phase::plain || ph == Phase::strip_hello) (tx ? s.plain_tx : s.plain_rx).fetch_add(static_cast<uint64_t>(n));
     }

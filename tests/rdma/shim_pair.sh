@@ -4,7 +4,9 @@
 #
 #   tests/rdma/shim_pair.sh EXPECT BYTES [SERVER_ENV...] -- [CLIENT_ENV...]
 #
-# EXPECT: rdma | tcp (the transport both ends must report), or "killed" (the
+# EXPECT: rdma | tcp (the transport both ends must report), "back" (both started
+# on rdma and went back to tcp mid-stream: docs/protocol.md, "Downgrade over
+# RDMA"; the byte check is stream_check's own), or "killed" (the
 # server is SIGKILLed mid-transfer: the client must fail with an error, not hang,
 # within its 60 s bound). ENV entries are VAR=value. STREAM_CHECK_ADDR (default
 # $RDMA_VM_ADDR_B, else $RDMA_VM_ADDR) is where the server listens.
@@ -60,6 +62,16 @@ if [ "$expect" = killed ]; then
 fi
 [ $crc -eq 0 ] || { echo "shim_pair: client failed"; exit 1; }
 [ $src -eq 0 ] || { echo "shim_pair: server failed"; exit 1; }
+if [ "$expect" = back ]; then
+    for side in cli srv; do
+        grep -q "transport=tcp .*reason=.*back to tcp" "$tmp/$side.err" ||
+            { echo "shim_pair: $side did not report going back to tcp"; exit 1; }
+        grep -q "marker sent" "$tmp/$side.err" ||
+            { echo "shim_pair: $side sent no back marker (run it with RDMASOCK_LOG=info)"; exit 1; }
+    done
+    echo "shim_pair: $bytes bytes each way, rdma then tcp"
+    exit 0
+fi
 for side in cli srv; do
     grep -q "transport=$expect " "$tmp/$side.err" ||
         { echo "shim_pair: $side did not report transport=$expect"; exit 1; }

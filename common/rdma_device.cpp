@@ -258,8 +258,12 @@ RdmaDevice* RdmaDevice::process(const std::string& name, int gid_index, RdmaFaul
     std::lock_guard<std::mutex> lk(mu);
     const pid_t me = getpid();
     if (instance) {
-        if (!instance->usable(err)) return nullptr;
-        return instance;
+        if (instance->usable(err)) return instance;
+        // A forked child (a pre-fork server's worker): the parent's context is
+        // not ours to use or to close; it stays abandoned, and the child opens
+        // its own. Transports made on the parent's device stay refused (usable).
+        err.clear();
+        instance = nullptr;
     }
     if (failed_pid == me) {
         err = failed_error;

@@ -9,12 +9,14 @@ per case; run over plain TCP and under the shim, the transcripts must be equal
 import ctypes, hashlib, os, socket, subprocess, sys, time
 
 BLOB = bytes((i * 7 + 3) & 0xFF for i in range(256 * 1024))
+# Where to listen: loopback, or the RDMA VM's rxe address (tests/rdma/handover_rdma.sh).
+ADDR = os.environ.get("HANDOVER_ADDR", "127.0.0.1")
 
 def digest(b):
     return "%d bytes sha=%s" % (len(b), hashlib.sha256(b).hexdigest()[:16])
 
 def listener():
-    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(8)
+    l = socket.socket(); l.bind((ADDR, 0)); l.listen(8)
     return l, l.getsockname()[1]
 
 def warm(s, server):
@@ -35,7 +37,7 @@ def recv_all(s):
 def client(port, payload, tail_wait=0.3):
     """Warm up, send the payload (left unread by the server for a while), close
     the sending side, return everything the server sends back."""
-    c = socket.create_connection(("127.0.0.1", port))
+    c = socket.create_connection((ADDR, port))
     warm(c, False)
     c.sendall(payload)
     c.shutdown(socket.SHUT_WR)
@@ -136,7 +138,7 @@ def splice_body(s):
 def asyncio_client(port, payload):
     import asyncio
     async def run():
-        r, w = await asyncio.open_connection("127.0.0.1", port)
+        r, w = await asyncio.open_connection(ADDR, port)
         for _ in range(3):
             w.write(b"w" * 16); await w.drain(); await r.readexactly(16)
         w.write(payload); await w.drain()

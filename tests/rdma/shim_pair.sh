@@ -30,6 +30,7 @@ addr=${STREAM_CHECK_ADDR:-${RDMA_VM_ADDR_B:-${RDMA_VM_ADDR:-127.0.0.1}}}
 . tests/integration/helpers/free_port.sh
 port=$(free_port) || exit 2
 tmp=$(mktemp -d /tmp/shim_pair.XXXXXX)
+[ "$expect" = killed ] && srv_env+=(RDMASOCK_LOG=info)  # the kill waits for its "upgraded to" line
 trap 'pkill -9 -f "stream_check serve $port"; rm -rf "$tmp"' EXIT
 
 "${srv_run[@]}" env STREAM_CHECK_ADDR="$addr" LD_PRELOAD="$LIB" RDMASOCK_STATS=1 "${srv_env[@]}" \
@@ -40,7 +41,10 @@ if [ "$expect" = killed ]; then
     # The server process itself (not env/timeout in front of it).
     # The premise (a transfer in flight) is checked, not assumed: a server that
     # had already exited when the kill came makes the run fail with that reason.
-    ( sleep "${KILL_AFTER:-2}"; pkill -9 -f "stream_check serve $port" || touch "$tmp/kill-missed" ) &
+    # After the server's upgrade (its log says so; a busy host may take seconds to get
+    # there), then KILL_AFTER more seconds of streaming.
+    ( for _ in $(seq 1 1200); do grep -q "upgraded to" "$tmp/srv.err" 2>/dev/null && break; sleep 0.05; done
+      sleep "${KILL_AFTER:-2}"; pkill -9 -f "stream_check serve $port" || touch "$tmp/kill-missed" ) &
 fi
 as=()
 [ -n "${CLIENT_AS:-}" ] && as=(setpriv --reuid="$CLIENT_AS" --regid="$(id -g "$CLIENT_AS")" --clear-groups)

@@ -182,6 +182,10 @@ void Connection::start_rendezvous_server() {
     phase_.store(Phase::rv_pending, std::memory_order_release);
 }
 
+int Connection::self_wake_fd() const {
+    return phase() == Phase::upgraded ? transport_->self_wake_fd() : -1;
+}
+
 int Connection::wake_fd() const {
     Phase p = phase();
     return (p == Phase::rv_accepted || p == Phase::upgraded) ? transport_->wake_fd() : -1;

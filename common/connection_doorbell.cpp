@@ -29,8 +29,9 @@ void Connection::ring_doorbell() {
 void Connection::wake_local() {
     // Our own eventfd: every sleeper of this side waits on it (blocked calls,
     // poll, an epoll set that keeps the connection cold).
-    if (transport_ && transport_->wake_self()) return;
-    // No writable doorbell (RDMA's completion channel): epoll looks at all.
+    if (transport_ && transport_->wake_self() && transport_->self_wake_fd() < 0) return;
+    // An epoll set keeps no fd of ours for a cold connection, nor RDMA's
+    // self_wake_fd for any: it looks at all of them again.
     local_epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -103,7 +104,7 @@ struct Connection::Sleeper {
         int ms = timeout_us < 0 ? -1 : static_cast<int>((timeout_us + 999) / 1000);
         // The TCP socket (doorbell bytes, the peer's bytes before its switch, its
         // FIN or RST) and the transport's eventfd, if it has one.
-        pollfd p[2] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}};
+        pollfd p[3] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}, {c.transport_->self_wake_fd(), POLLIN, 0}};
         if (p[1].fd >= 0) {
             if (c.peer_closed_.load() || (!reader && c.peer_fin_.load()))
                 p[0].fd = -1;  // its EOF stays readable: no busy loop
@@ -111,8 +112,8 @@ struct Connection::Sleeper {
             // (unread data there would wake us for nothing, again and again).
             else if (!reader && c.rx_on_tcp()) p[0].events = POLLRDHUP;
         }
-        int rc = c.ops_.poll(p, p[1].fd >= 0 ? 2 : 1, ms);
-        // Only the doorbell fired: its drain need not look at the TCP socket.
+        int rc = c.ops_.poll(p, p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, ms);
+        // Only a doorbell fired: its drain need not look at the TCP socket.
         tcp_quiet = rc > 0 && p[1].fd >= 0 && p[0].revents == 0;
         return rc;
     }

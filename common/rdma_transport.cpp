@@ -3,6 +3,7 @@
 #include "wait_engine.hpp"
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -116,6 +117,13 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
             return nullptr;
         }
     }
+    // Our own sleepers' doorbell (shutdown from another thread, the way back):
+    // nobody but the peer's NIC can raise an event on the channel.
+    t->self_wake_ = static_cast<int>(syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (t->self_wake_ < 0) {
+        err = "eventfd failed: " + errno_text(errno);
+        return nullptr;
+    }
     uint32_t rq = recv_depth_for(ring_bytes);
     if (a.max_qp_wr > 0) rq = std::min<uint32_t>(rq, static_cast<uint32_t>(a.max_qp_wr));
     if (a.max_cqe > 1) rq = std::min<uint32_t>(rq, static_cast<uint32_t>(a.max_cqe) - 1);
@@ -222,6 +230,7 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
 }
 
 RdmaTransport::~RdmaTransport() {
+    if (self_wake_ >= 0) syscall(SYS_close, self_wake_);  // a raw close: close() is interposed
     if (pid_ != getpid()) {
         // A forked child: every verbs object belongs to the parent, leave them
         // alone. The pages are a private copy on copy-on-fork kernels (the owners
@@ -549,9 +558,23 @@ bool RdmaTransport::arm(bool on) {
 bool RdmaTransport::arm_reader(bool on) { return arm(on); }
 bool RdmaTransport::arm_writer(bool on) { return arm(on); }
 
-void RdmaTransport::drain_wake() {
-    if (!connected_ || pid_ != getpid()) return;
+bool RdmaTransport::wake_self() {
     const int saved = errno;
+    uint64_t one = 1;
+    (void)syscall(SYS_write, self_wake_, &one, sizeof one);
+    self_woken_.store(true, std::memory_order_release);  // after the write: drain_wake reads only then
+    errno = saved;
+    return true;
+}
+
+void RdmaTransport::drain_wake() {
+    const int saved = errno;
+    if (self_woken_.exchange(false, std::memory_order_acq_rel)) {
+        uint64_t v;
+        (void)syscall(SYS_read, self_wake_, &v, sizeof v);
+    }
+    errno = saved;
+    if (!connected_ || pid_ != getpid()) return;
     std::lock_guard<std::mutex> lk(rq_mu_);
     unsigned n = 0;
     ibv_cq* cq = nullptr;

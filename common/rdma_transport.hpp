@@ -115,9 +115,13 @@ public:
     bool take_peer_writer_waiting() override { return false; }
     // The completion channel's fd (O_NONBLOCK): readable when an armed receive
     // CQ got a completion. drain_wake() takes and acks the events and reaps the
-    // receive CQ. Our own sleepers cannot be woken through it (wake_self: false).
+    // receive CQ. Our own sleepers cannot be woken through it: they have self_wake_fd.
     int wake_fd() const override { return channel_ ? channel_->fd : -1; }
     void drain_wake() override;
+    // Our own sleepers also wait on an eventfd of ours (self_wake_fd); wake_self
+    // writes it (shutdown from another thread, a step of the way back).
+    int self_wake_fd() const override { return self_wake_; }
+    bool wake_self() override;
     void after_read() override;
     bool failed() const override { return broken(); }
     std::string failure() const override { return error(); }
@@ -244,6 +248,8 @@ private:
     // The way back (connection_downgrade.cpp): the direction we write (the
     // peer's place arrives in its marker) and the one we read.
     RingControl tx_back_, rx_back_;
+    int self_wake_ = -1;                   // eventfd: wake_self
+    std::atomic<bool> self_woken_{false};  // it was written since the last drain_wake
 
     std::atomic<bool> broken_{false};
     mutable std::mutex sq_mu_;

@@ -55,9 +55,12 @@ public:
     virtual void ring_peer() {}
     virtual void drain_wake() {}
     // Wake every sleeper of this side without the peer (shutdown from another
-    // thread); false when wake_fd() cannot be written by us (RDMA: a completion
-    // channel), and the caller falls back to Connection::local_epoch().
+    // thread); false when nothing of ours can be written. Shared memory writes
+    // its wake_fd(); RDMA (whose wake_fd is a completion channel) has a second
+    // fd for it, self_wake_fd(), which blocked calls and poll also wait on
+    // (epoll sets look at Connection::local_epoch()).
     virtual bool wake_self() { return false; }
+    virtual int self_wake_fd() const { return -1; }
     // After the reader consumed bytes (a hook for receive-queue upkeep).
     virtual void after_read() {}
     // Side-channel connections switch each direction from TCP to the ring at a

@@ -107,8 +107,10 @@ struct PollWait {
     int sleep(int64_t timeout_us) {
         kernel_request();
         // Transports with their own doorbell (an eventfd) are woken through it.
-        for (auto& e : t)
+        for (auto& e : t) {
             if (int w = e.sock->conn->wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
+            if (int w = e.sock->conn->self_wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
+        }
         int rc = sleep_in_kernel(k.data(), static_cast<nfds_t>(k.size()), timeout_us, mask);
         if (rc > 0)
             for (size_t i = n; i < k.size(); ++i) rc -= k[i].revents != 0;  // doorbells are not the app's events

@@ -850,7 +850,7 @@ int check_params() {
     p.lid = 7;
     auto b = encode(p);
     if (b.size() != kRdmaParamsBytes) die("encoded size");
-    if (b[0] != 'R' || b[1] != 'D' || b[2] != 'P' || b[3] != '2') die("magic bytes");
+    if (b[0] != 'R' || b[1] != 'D' || b[2] != 'P' || b[3] != '3') die("magic bytes");
     if (b[20] != 0x56 || b[21] != 0x34 || b[22] != 0x12) die("not little endian");
     RdmaParams q;
     std::string err;
@@ -877,6 +877,7 @@ int check_params() {
     bad("short blob", [](std::vector<uint8_t>& c) { c.pop_back(); });
     bad("long blob", [](std::vector<uint8_t>& c) { c.push_back(0); });
     bad("bad magic", [](std::vector<uint8_t>& c) { c[3] = '1'; });  // RDP1: the TCP-doorbell protocol
+    bad("RDP2 peer", [](std::vector<uint8_t>& c) { c[3] = '2'; });  // cannot go back to TCP
     bad("reserved", [](std::vector<uint8_t>& c) { c[67] = 1; });
     bad("mtu 0", p2([](RdmaParams& x) { x.mtu = 0; }));
     bad("mtu 6", p2([](RdmaParams& x) { x.mtu = 6; }));

@@ -356,7 +356,7 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
 // never come.
 bool Connection::transport_failed() {
     if (!transport_->failed()) return false;
-    if (marker_sent_.load() && !peer_reset_.load()) return false;  // on its way back
+    if (marker_out() && !peer_reset_.load()) return false;  // on its way back
     if (can_go_back()) {
         begin_way_back(std::string(transport_->name()) + " transport failed: " + transport_->failure());
         return false;
@@ -382,7 +382,7 @@ int Connection::shutdown(int how) {
     if (rd) shut_rd_ = true;
     // In band, on the way back: our unread ring bytes go over TCP before the
     // kernel's FIN (hand_over waits for the peer's marker).
-    if (wr && marker_sent_.load() && !tx_back()) hand_over("shutdown on the way back to tcp");
+    if (wr && marker_out() && !tx_back()) hand_over("shutdown on the way back to tcp");
     if (wr && !shut_wr_.exchange(true)) {
         // A writer blocked on a full ring holds write_mu_: wake it first; it sees
         // shut_wr_ and gives up (EPIPE, as a blocked TCP sender does).
@@ -433,8 +433,11 @@ void Connection::close_last_reference() {
     // SO_LINGER {1, 0}: no end-of-stream record; the kernel's RST at the close
     // tells the peer, which then reports ECONNRESET as TCP would.
     // In band, on the way back: what the peer has not read goes over TCP first.
-    if (phase() == Phase::upgraded && owned_by_this_process() && marker_sent_.load() && !abortive_close())
-        hand_over("closed on the way back to tcp");
+    // After a fork, a child may still hold the socket: the stream goes back to
+    // TCP (the child finds it there), and only the kernel ends it.
+    if (phase() == Phase::upgraded && owned_by_this_process() && !abortive_close() &&
+        (marker_out() || (in_band() && fork_gen_ != fork_generation())))
+        hand_over(marker_out() ? "closed on the way back to tcp" : "closed after a fork (a child may hold the socket)");
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close()) {
         std::lock_guard<std::mutex> lk(write_mu_);
         if (fork_gen_ != fork_generation() && transport_->tx_control() && !in_band()) {

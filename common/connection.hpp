@@ -226,11 +226,11 @@ private:
     // RDMA): each side stops reading its ring and sends its reader's place in
     // a marker on TCP; the peer's marker says where our resend starts.
     bool in_band() const { return transport_ && transport_->back_in_band(); }
-    // Ours went out: the ring is no longer read; writes wait for the peer's place.
-    std::atomic<bool> marker_sent_{false};
-    std::mutex marker_mu_;
+    // Ours went out (our receive direction left `ring`, in state shared with
+    // forked children): the ring is no longer read; writes wait for the peer's place.
+    bool marker_out();
     void send_marker();                     // once: freeze our reader, send its place
-    bool can_go_back();                     // in band, our transport, a peer that can answer
+    bool can_go_back();                     // in band, and a peer that can answer
     void begin_way_back(const std::string& why);  // in band: starts it, does not wait
     bool hand_over_in_band(const char* why);
     void read_marker();                     // the drain found the marker's first byte

@@ -214,7 +214,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
         r |= static_cast<short>(in | (wanted & POLLRDHUP));
     else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
     // In band, between our marker and the peer's, a write would only wait.
-    const bool tx_waits = marker_sent_.load(std::memory_order_relaxed) && !tx_back();
+    const bool tx_waits = marker_out() && !tx_back();
     if (out_left && (closed || reset || (!tx_waits && (transport_->writer().writable() || fin_peer_gone())))) r |= out_left;
     if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));

@@ -84,7 +84,7 @@ void Connection::take_back_locked() {
     } out(*this);
     const int saved = errno;
     auto& w = transport_->writer();
-    auto t = in_band() ? downgrade::take_back_until(*c, transport_->tx_ring(), w.capacity(), w.written(), out)
+    auto t = in_band() ? downgrade::take_back_until(*c, transport_->tx_ring(), w.capacity(), transport_->tx_end(), out)
                        : downgrade::take_back(*c, transport_->tx_ring(), w.capacity(), current_pid(), out);
     if (!t.ok) {
         // A ring that fails validation or a socket gone mid-resend: the stream
@@ -108,7 +108,7 @@ Connection::Way Connection::tx_enter_locked() {
     if (!c) return Way::ring;
     if (!lock_busy(c->writer_busy)) return Way::tcp;  // reset: the kernel answers EPIPE
     if (in_band() && state(*c) == kRing) {
-        if (!marker_sent_.load(std::memory_order_relaxed)) return Way::ring;
+        if (!marker_out()) return Way::ring;
         // Our marker is out: the peer's says where our take-back starts.
         downgrade::unlock(c->writer_busy);
         return Way::wait;

@@ -31,22 +31,31 @@ constexpr auto kRing = RingControl::ring, kAsked = RingControl::asked, kBack = R
 }  // namespace
 
 bool Connection::can_go_back() {
-    // A forked child holds a copy of our verbs state it cannot use; a peer whose
-    // socket ended or reset will never answer a marker.
-    return in_band() && owned_by_this_process() && !peer_closed_.load() && !peer_reset_.load();
+    // A peer whose socket ended or reset will never answer a marker. (Any
+    // process may go back, a forked child included: the way back needs the
+    // TCP socket, the shared state and the send mirror, never the verbs.)
+    return in_band() && !peer_closed_.load() && !peer_reset_.load();
+}
+
+bool Connection::marker_out() {
+    if (!in_band()) return false;
+    auto* rc = transport_->rx_control();
+    return rc && state(*rc) != kRing;
 }
 
 void Connection::send_marker() {
-    std::lock_guard<std::mutex> lk(marker_mu_);
-    if (marker_sent_.load()) return;
     auto* rc = transport_->rx_control();
     // The reader holds reader_busy for one copy at most: its place is final
     // once we hold it and the direction is asked (rx_enter then says wait).
+    // The state is shared with forked copies: whoever moves it sends the marker.
     if (!lock_busy(rc->reader_busy)) return;
-    downgrade::ask(*rc);
+    uint32_t ring = kRing;
+    if (!rc->back_state.compare_exchange_strong(ring, kAsked, std::memory_order_seq_cst)) {
+        downgrade::unlock(rc->reader_busy);
+        return;  // ours is out already (this process or another)
+    }
     back_marker::Place p{rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire)};
     downgrade::unlock(rc->reader_busy);
-    marker_sent_.store(true, std::memory_order_seq_cst);  // our writer stops using the ring
     uint8_t m[back_marker::kBytes];
     back_marker::encode(p, m);
     const int saved = errno;
@@ -62,7 +71,7 @@ void Connection::send_marker() {
 }
 
 void Connection::begin_way_back(const std::string& why) {
-    if (marker_sent_.load() || !can_go_back()) return;
+    if (marker_out() || !can_go_back()) return;
     {
         std::lock_guard<std::mutex> lk(handshake_mu_);
         if (downgrade_why_.empty()) downgrade_why_ = why;
@@ -115,11 +124,6 @@ void Connection::reset_both(const char* why) {
 }
 
 bool Connection::hand_over_in_band(const char* why) {
-    if (!owned_by_this_process()) {
-        RS_LOG(warn, "fd %d: a forked child cannot take a %s connection back to tcp (%s): its verbs belong to the parent",
-               fd_, transport_->name(), why);
-        return false;
-    }
     {
         std::lock_guard<std::mutex> lk(handshake_mu_);
         if (downgrade_why_.empty()) downgrade_why_ = why;
@@ -144,7 +148,7 @@ bool Connection::hand_over_in_band(const char* why) {
         finish_downgrade();
         if (phase() != Phase::upgraded) return phase() == Phase::plain;
         if (peer_reset_.load()) return false;
-        if (state(*rc) != kBack && (peer_closed_.load() || !marker_sent_.load())) {
+        if (state(*rc) != kBack && (peer_closed_.load() || !marker_out())) {
             // The peer's socket ended before its marker: nobody will send what
             // its ring still holds for us again.
             RS_LOG(error, "fd %d: the peer's socket closed before it answered the way back; %zu unread ring bytes stay behind",

@@ -27,7 +27,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         const bool failed = transport_failed();  // in band: starts the way back instead (false)
         if (!failed && w.status() == ring::RingStatus::broken && can_go_back())
             begin_way_back("send ring broken: " + w.error());
-        const bool going_back = marker_sent_.load(std::memory_order_relaxed);
+        const bool going_back = marker_out();
         if (shut_wr_ || failed || peer_reset_.load() ||
             (going_back ? peer_closed_.load() && !tx_back() : w.status() == ring::RingStatus::broken)) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -248,7 +248,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             return static_cast<ssize_t>(total);
         }
         if (r.status == ring::RingStatus::broken) {
-            if (can_go_back() && !marker_sent_.load()) {
+            if (can_go_back() && !marker_out()) {
                 // The peer resends from our place what the ring could not give.
                 begin_way_back("receive ring broken: " + rd.error());
                 continue;

@@ -69,6 +69,8 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     if (!t->ring_.map(ring_bytes, t->dontfork_, "receive ring", err)) return nullptr;
     if (!t->ctrl_.map(kPage, t->dontfork_, "ctrl block", err)) return nullptr;
     if (!t->scratch_.map(kPage, t->dontfork_, "scratch block", err)) return nullptr;
+    if (!t->back_page_.map(sizeof(BackState), false, "way-back state", err, /*shared=*/true)) return nullptr;
+    t->back_ = new (t->back_page_.data()) BackState();
     new (t->ctrl(RdmaCtrl::consumed)) std::atomic<uint64_t>(0);  // RingWriter's view of the peer's consumed
     at<uint32_t>(t->scratch_.data() + kScratchOne).store(1, std::memory_order_relaxed);
 
@@ -199,7 +201,7 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
         return false;
     }
     mirror_bytes_ = remote.ring_bytes;
-    if (!mirror_.map(mirror_bytes_, dontfork_, "send mirror", err)) return false;
+    if (!mirror_.map(mirror_bytes_, dontfork_, "send mirror", err, /*shared=*/true)) return false;
     mirror_mr_ = register_memory(dev_.api(), pd_.get(), mirror_.data(), mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err);
     if (!mirror_mr_) return false;
 
@@ -243,7 +245,7 @@ RdmaTransport::~RdmaTransport() {
         for (MemoryRegion* mr : {&ring_mr_, &mirror_mr_, &ctrl_mr_, &scratch_mr_}) mr->abandon();
         pd_.abandon();
         if (dontfork_)
-            for (MappedPages* m : {&ring_, &mirror_, &ctrl_, &scratch_}) m->abandon();
+            for (MappedPages* m : {&ring_, &ctrl_, &scratch_}) m->abandon();
         return;
     }
     // The owners release QP, CQ, MRs, PD and pages after this, in that order.
@@ -470,6 +472,7 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
         // the peer's reader got it: docs/protocol.md, "Downgrade over RDMA").
         if (signaled_inflight_) reap_locked();
         sink_pos_ = end;
+        back_->write_end.store(end, std::memory_order_release);
         // A writer that never reads or waits still gets the peer's publications
         // (receive WRs): repost them now and then.
         if (++posts_since_reap_ >= 64) posts_since_reap_ = 0, reap_recv = true;

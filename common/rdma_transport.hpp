@@ -10,7 +10,8 @@
 //                 size is known), local only: our RingWriter assembles each record at
 //                 the record's ring offset, then one RDMA WRITE copies it to the same
 //                 offset of the peer's ring (IBV_SEND_INLINE when it fits the QP's
-//                 max_inline_data as read back with ibv_query_qp).
+//                 max_inline_data as read back with ibv_query_qp). MAP_SHARED: a
+//                 take-back by a forked child reads the parent's latest records.
 //   ctrl block    one page, the first RdmaCtrl::bytes (320) registered LOCAL_WRITE|REMOTE_WRITE|
 //                 REMOTE_READ; every field on its own cache line (RdmaCtrl offsets).
 //   scratch       one page, local only: the destinations of our RDMA READs (probe, flush).
@@ -128,9 +129,10 @@ public:
     // The way back to TCP is agreed in band (back_marker.hpp): the controls are
     // this side's own, and a take-back resends from the send mirror.
     bool back_in_band() const override { return true; }
-    RingControl* tx_control() override { return connected_ ? &tx_back_ : nullptr; }
-    RingControl* rx_control() override { return connected_ ? &rx_back_ : nullptr; }
+    RingControl* tx_control() override { return connected_ ? &back_->tx : nullptr; }
+    RingControl* rx_control() override { return connected_ ? &back_->rx : nullptr; }
     uint8_t* tx_ring() override { return mirror_.data(); }
+    uint64_t tx_end() override { return back_->write_end.load(std::memory_order_acquire); }
     std::string stats_detail() const override;
 
     // After connect(), before any data: one RDMA READ from the peer's ctrl block
@@ -245,9 +247,15 @@ private:
     std::unique_ptr<ring::RingWriter> writer_;
     std::unique_ptr<ring::RingReader> reader_;
 
-    // The way back (connection_downgrade.cpp): the direction we write (the
-    // peer's place arrives in its marker) and the one we read.
-    RingControl tx_back_, rx_back_;
+    // The way back (connection_downgrade_inband.cpp), in a page shared with
+    // forked children (MAP_SHARED, like the send mirror): a child that uses
+    // the connection takes it back to TCP itself, without the verbs.
+    struct BackState {
+        RingControl tx, rx;  // the direction we write (the peer's place comes in its marker), the one we read
+        alignas(64) std::atomic<uint64_t> write_end{0};  // our writer's next record position (sink_pos_)
+    };
+    MappedPages back_page_;
+    BackState* back_ = nullptr;
     int self_wake_ = -1;                   // eventfd: wake_self
     std::atomic<bool> self_woken_{false};  // it was written since the last drain_wake
 

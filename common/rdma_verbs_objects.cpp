@@ -13,10 +13,10 @@ constexpr uint64_t kPage = 4096;
 uint64_t page_round(uint64_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 }  // namespace
 
-bool MappedPages::map(uint64_t bytes, bool dontfork, const char* what, std::string& err) {
+bool MappedPages::map(uint64_t bytes, bool dontfork, const char* what, std::string& err, bool shared) {
     reset();
     const uint64_t len = page_round(bytes);
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         err = std::string("mmap of the ") + what + " (" + std::to_string(len) + " bytes) failed: " + errno_text(errno);
         return false;
@@ -26,7 +26,7 @@ bool MappedPages::map(uint64_t bytes, bool dontfork, const char* what, std::stri
     // copy-on-fork for pinned pages give the child a copy at fork time instead (a
     // frozen snapshot it may even read); older ones need MADV_DONTFORK (the pages
     // are then absent in the child, which never uses verbs: RdmaDevice::usable).
-    if (dontfork) madvise(p, len, MADV_DONTFORK);
+    if (dontfork && !shared) madvise(p, len, MADV_DONTFORK);
     data_ = static_cast<uint8_t*>(p);
     bytes_ = len;
     return true;

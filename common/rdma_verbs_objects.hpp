@@ -77,7 +77,9 @@ public:
     MappedPages& operator=(const MappedPages&) = delete;
 
     // bytes rounded up to pages; false with the reason (`what` names the block).
-    bool map(uint64_t bytes, bool dontfork, const char* what, std::string& err);
+    // shared: MAP_SHARED, so a forked child sees the parent's later writes
+    // (never copy-on-write, so no MADV_DONTFORK either).
+    bool map(uint64_t bytes, bool dontfork, const char* what, std::string& err, bool shared = false);
     uint8_t* data() const { return data_; }
     void reset();
     void abandon() { data_ = nullptr; }

@@ -75,6 +75,8 @@ public:
     virtual RingControl* tx_control() { return nullptr; }
     virtual RingControl* rx_control() { return nullptr; }
     virtual uint8_t* tx_ring() { return nullptr; }
+    // In band: where the records in tx_ring() end (older laps lie past it).
+    virtual uint64_t tx_end() { return 0; }
     // How the way back is agreed: false, the peer maps the RingControls and
     // sees every step there (shared memory); true, each side holds its own and
     // the steps travel as back markers on the TCP stream (back_marker.hpp;

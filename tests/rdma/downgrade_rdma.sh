@@ -2,7 +2,8 @@
 # The way back to TCP over RDMA (issue #13; docs/protocol.md, "Downgrade over RDMA"),
 # inside the Soft-RoCE VM:  scripts/rdma-vm tests/rdma/downgrade_rdma.sh
 #  1. Sockets that leave the shim's hands mid-stream (tests/integration/helpers/handover.py:
-#     exec, SCM_RIGHTS, vfork + dup2, fdopen, splice, an asyncio peer) with both ends on
+#     exec, SCM_RIGHTS, a forked child writing while its parent closes, vfork + dup2,
+#     fdopen, splice, an asyncio peer) with both ends on
 #     rdma: the same transcript as plain TCP, every connection back on tcp.
 #  2. The queue pair forced into error at a random point (RDMASOCK_FAULT=rdma-qp-error on
 #     both ends) and hand-overs at random points, both directions streaming at once, every
@@ -15,7 +16,7 @@ LIB=$(readlink -f "$BUILD/librdmasock.so")
 MB=${DOWNGRADE_RDMA_MB:-8}
 export STREAM_CHECK_ADDR=${RDMA_VM_ADDR:-127.0.0.1} HANDOVER_ADDR=${RDMA_VM_ADDR:-127.0.0.1}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cases="exec scm_rights scm_rights_keep vfork_dup2 fdopen splice exec_asyncio_peer"
+cases="exec scm_rights scm_rights_keep fork vfork_dup2 fdopen splice exec_asyncio_peer"
 prog=tests/integration/helpers/handover.py
 timeout 200 python3 "$prog" $cases >"$tmp/tcp.txt" 2>"$tmp/tcp.err" || { echo "FAIL: plain run"; cat "$tmp/tcp.err"; exit 1; }
 LD_PRELOAD=$LIB RDMASOCK_TRANSPORT=rdma RDMASOCK_STATS=1 RDMASOCK_LOG=info timeout 200 python3 "$prog" $cases \

@@ -11,7 +11,8 @@
 #             checked byte by byte), then the other way round (1M). Both ends must report
 #             transport=rdma, and rxe0's sent/received packet counters must show the bytes.
 #   linkcut   a long stream_check over rdma; A takes its NIC down for RDMA_2G_CUT_S (5) s
-#             mid-stream, then up. Passes when the run ends within RDMA_2G_LIVENESS_S (120) s
+#             mid-stream, then up; then again with B's NIC down for RDMA_2G_LONG_CUT_S (30) s
+#             (not with --quick). Passes when the run ends within RDMA_2G_LIVENESS_S (120) s
 #             after link-up EITHER with the whole stream byte-exact ("completed") OR with an
 #             error the program saw (ECONNRESET, ETIMEDOUT, EPIPE: "error"); fails on a wrong
 #             byte, a short stream without an error (silent loss), or a hang. Prints which.
@@ -53,6 +54,7 @@ fi
 BYTES=${RDMA_2G_BYTES:-8M}; BACK_BYTES=1M; PG_TX=${RDMA_2G_PG_TX:-20}
 [ $quick = 1 ] && { BYTES=${RDMA_2G_BYTES:-2M}; BACK_BYTES=512K; PG_TX=${RDMA_2G_PG_TX:-10}; }
 CUT_S=${RDMA_2G_CUT_S:-5}
+LONG_CUT_S=${RDMA_2G_LONG_CUT_S:-30}
 LIVENESS_S=${RDMA_2G_LIVENESS_S:-120}
 ITERS=${RDMA_2G_ITERS:-2000}
 # Both ends: rdma only, and the other guest is a host that runs the shim (RDMASOCK_PEERS:
@@ -158,93 +160,116 @@ case_stream() {
     fi
 }
 
-# ---- linkcut: NIC down in A mid-stream, then up: completed or error, never loss or hang ----
+# ---- linkcut: a NIC down mid-stream, then up: completed or error, never loss or hang ----
+# case_linkcut NAME CUTTER CUT_S PORT: server in A, client in B; guest CUTTER takes its own
+# NIC down CUT_S seconds after the stream has run 3 s, then up again.
+RXE_CTRS="sent_pkts rcvd_pkts completer_retry_err retry_exceeded_err send_err link_downed duplicate_request out_of_seq_request rcvd_seq_err"
+ctrs() { local c; for c in $RXE_CTRS; do printf '%s=%s ' "$c" "$(ctr "$c")"; done; }
+ctr_delta() { # "BEFORE" "AFTER": the non-zero differences
+    local b a k v
+    declare -A before
+    for kv in $1; do before[${kv%%=*}]=${kv#*=}; done
+    for kv in $2; do k=${kv%%=*} v=${kv#*=}; [ $((v - ${before[$k]:-0})) -ne 0 ] && printf '%s+%d ' "$k" $((v - ${before[$k]:-0})); done
+}
 case_linkcut() {
-    local port=7311 n rc pid t_up waited
-    # Long enough to be in flight for the whole cut: at least 45 s at the rate measured above.
-    n=$(cat "$S/linkcut.bytes" 2>/dev/null || true)
-    if on B && [ -z "$n" ]; then
-        local rate
-        rate=$(cat "$S/stream-rate" 2>/dev/null || echo 200000)
+    local L=$1 cutter=$2 cut=$3 port=$4 n rc pid waited c0
+    # Long enough to be in flight through the whole cut: ~45 s at the rate measured above.
+    if on B; then
+        local rate; rate=$(cat "$S/stream-rate" 2>/dev/null || echo 200000)
         n=$((rate * 45)); [ $n -lt 8388608 ] && n=8388608; [ $n -gt 2147483648 ] && n=2147483648
-        post linkcut.bytes "$n"
+        post "$L.bytes" "$n"
     fi
+    await "$L.bytes" 600 || return 1
+    n=$(cat "$S/$L.bytes")
+    c0=$(ctrs)
     if on A; then
-        await linkcut.bytes 600 || return 1
-        n=$(cat "$S/linkcut.bytes")
-        env STREAM_CHECK_ADDR="$A" "${SHIM_ENV[@]}" "$SC" serve "$port" >"$S/linkcut.srv.out" 2>"$S/linkcut.srv.err" &
+        env STREAM_CHECK_ADDR="$A" "${SHIM_ENV[@]}" "$SC" serve "$port" >"$S/$L.srv.out" 2>"$S/$L.srv.err" &
         pid=$!
-        wait_listen "$port" || { say "linkcut: no listener"; kill "$pid"; post linkcut.srv.rc 99; return 1; }
-        post linkcut.listening
-        # wait for the connection, let it stream 3 s, then cut
-        for _ in $(seq 600); do ss -Htn state established "sport = :$port" | grep -q . && break; sleep 0.1; done
-        sleep 3
-        if kill -0 "$pid" 2>/dev/null; then post linkcut.inflight 1; else post linkcut.inflight 0; fi
-        say "linkcut: ip link set $RDMA_VM_NIC down for $CUT_S s"
-        ip link set "$RDMA_VM_NIC" down
-        sleep "$CUT_S"
-        ip link set "$RDMA_VM_NIC" up
-        post linkcut.up
-        say "linkcut: $RDMA_VM_NIC up again"
-        # the server must end too, within the bound (plus the stream's own time if it goes on)
-        waited=0
-        while kill -0 "$pid" 2>/dev/null && [ $waited -lt $((LIVENESS_S + 60)) ]; do sleep 1; waited=$((waited + 1)); done
-        if kill -0 "$pid" 2>/dev/null; then
-            post linkcut.srv.hang "$waited"; kill -9 "$pid"; wait "$pid" 2>/dev/null; post linkcut.srv.rc 137
-        else
-            wait "$pid"; post linkcut.srv.rc "$?"
-        fi
-        await linkcut.cli.rc 900 || return 1
-        return 0
+        wait_listen "$port" || { say "$L: no listener"; kill "$pid"; post "$L.srv.rc" 99; return 1; }
+        post "$L.listening"
+    else
+        await "$L.listening" 600 || return 1
+        env STREAM_CHECK_ADDR="$A" "${SHIM_ENV[@]}" "$SC" send "$port" "$n" >"$S/$L.cli.out" 2>"$S/$L.cli.err" &
+        pid=$!
     fi
-    await linkcut.listening 600 || return 1
-    env STREAM_CHECK_ADDR="$A" "${SHIM_ENV[@]}" "$SC" send "$port" "$n" >"$S/linkcut.cli.out" 2>"$S/linkcut.cli.err" &
-    pid=$!
-    await linkcut.up 600 || { kill -9 "$pid"; return 1; }
-    # After link-up: the client has LIVENESS_S seconds (plus what the rest of the stream
-    # needs at the measured rate if it goes on) to end one way or the other.
-    local rate extra
+    if on "$cutter"; then
+        for _ in $(seq 600); do ss -Htn state established "( sport = :$port or dport = :$port )" | grep -q . && break; sleep 0.1; done
+        sleep 3
+        if kill -0 "$pid" 2>/dev/null; then post "$L.inflight" 1; else post "$L.inflight" 0; fi
+        say "$L: ip link set $RDMA_VM_NIC down for $cut s"
+        ip link set "$RDMA_VM_NIC" down
+        sleep "$cut"
+        if kill -0 "$pid" 2>/dev/null; then post "$L.alive-at-up" 1; else post "$L.alive-at-up" 0; fi
+        ip link set "$RDMA_VM_NIC" up
+        post "$L.up"
+        say "$L: $RDMA_VM_NIC up again"
+    else
+        await "$L.up" 900 || { kill -9 "$pid"; return 1; }
+    fi
+    # After link-up: LIVENESS_S seconds (plus what the rest of the stream needs at the
+    # measured rate, should it go on) to end one way or the other.
+    local rate extra hang=0
     rate=$(cat "$S/stream-rate" 2>/dev/null || echo 200000)
     extra=$((n / rate))
+    # The server (A) gets 60 s more than the client, so that a hung client is caught as
+    # the client's hang, not ended by the server's kill.
+    local me=cli bound=$((LIVENESS_S + extra)); on A && { me=srv; bound=$((bound + 60)); }
     waited=0
-    while kill -0 "$pid" 2>/dev/null && [ $waited -lt $((LIVENESS_S + extra)) ]; do sleep 1; waited=$((waited + 1)); done
-    local hang=0
-    if kill -0 "$pid" 2>/dev/null; then hang=1; kill -9 "$pid"; fi
+    while kill -0 "$pid" 2>/dev/null && [ $waited -lt $bound ]; do sleep 1; waited=$((waited + 1)); done
+    if kill -0 "$pid" 2>/dev/null; then
+        hang=1
+        {   # what the stuck process was doing: the shim's view, its threads, the QPs
+            echo "--- $BUILD/rdmasock stat -p $pid"; "$BUILD/rdmasock" stat -p "$pid"
+            echo "--- threads (wchan)"; for t in /proc/$pid/task/*; do echo "${t##*/} $(cat "$t/wchan" 2>/dev/null)"; done
+            echo "--- ss"; ss -tni "( sport = :$port or dport = :$port )"
+            echo "--- rdma res show qp"; rdma res show qp
+        } >"$S/$L.$me.hang-diag" 2>&1
+        kill -9 "$pid"
+    fi
     wait "$pid"; rc=$?
-    post linkcut.cli.rc "$rc"
-    await linkcut.srv.rc $((LIVENESS_S + 120)) || return 1
-    show linkcut
-    local title="link cut ($RDMA_VM_NIC down ${CUT_S}s in A) during a $n-byte stream over rdma"
-    if [ "$(cat "$S/linkcut.inflight")" != 1 ]; then
+    post "$L.$me.ctr" "$(ctr_delta "$c0" "$(ctrs)")"
+    [ $hang = 1 ] && post "$L.$me.hang" "$waited"
+    post "$L.$me.after-up" "$waited"
+    post "$L.$me.rc" "$rc"
+    if on A; then await "$L.cli.rc" $((LIVENESS_S + extra + 300)); return; fi
+    await "$L.srv.rc" $((LIVENESS_S + extra + 300)) || return 1
+    show "$L"
+    echo "  rxe0 counter changes: A: $(cat "$S/$L.srv.ctr")"
+    echo "                        B: $(cat "$S/$L.cli.ctr")"
+    local title="link cut ($RDMA_VM_NIC down ${cut}s in $cutter) during a $n-byte stream over rdma"
+    if [ "$(cat "$S/$L.inflight")" != 1 ]; then
         failc "$title: the stream was over before the cut (premise not met; more bytes needed)"
         return 0
     fi
-    grep -q "stats .*role=client.*transport=rdma" "$S/linkcut.cli.err" ||
-        note "$title: the client's stats line does not say transport=rdma: $(grep -o 'transport=[a-z]*.*' "$S/linkcut.cli.err" | head -n1)"
-    local out="$S/linkcut.cli.out" err="$S/linkcut.cli.err" outcome=
-    if [ $hang = 1 ]; then
-        failc "$title: HANG: the client still ran $((LIVENESS_S + extra)) s after link-up (killed)"
+    [ "$(cat "$S/$L.alive-at-up")" = 1 ] || echo "  (the cutting guest's process had already ended when the link came back up)"
+    local f; for f in "$S/$L".*.hang-diag; do [ -e "$f" ] && { echo "  $f:"; sed 's/^/    /' "$f"; }; done
+    grep -q "stats .*role=client.*transport=rdma" "$S/$L.cli.err" ||
+        note "$title: the client's stats line does not say transport=rdma: $(grep -o 'transport=[a-z]*.*' "$S/$L.cli.err" | head -n1)"
+    local out="$S/$L.cli.out" err="$S/$L.cli.err" outcome= after
+    after=$(cat "$S/$L.cli.after-up")
+    if [ -e "$S/$L.cli.hang" ]; then
+        failc "$title: HANG: the client still ran ${after} s after link-up (killed)"
         outcome=hang
     elif grep -q "mismatch at byte" "$err"; then
         failc "$title: LOSS: wrong byte received: $(grep -m1 'mismatch' "$err")"
         outcome=loss
-    elif [ "$rc" = 0 ] && grep -q "^ok $n bytes" "$out"; then
-        pass "$title: outcome COMPLETED: all $n bytes came back byte-exact after the link came back (took ${waited}s after link-up)"
+    elif [ "$(rcof "$L.cli")" = 0 ] && grep -q "^ok $n bytes" "$out"; then
+        pass "$title: outcome COMPLETED: all $n bytes came back byte-exact (ended ${after}s after link-up)"
         outcome=completed
-    elif [ "$rc" != 0 ] && grep -Eq "client (recv|send after [0-9]+ bytes): " "$err"; then
-        pass "$title: outcome ERROR reported to the program ${waited}s after link-up: $(grep -Em1 'client (recv|send after)' "$err"); what arrived was a correct prefix ($(grep -o 'received [0-9]* of [0-9]*' "$err" | head -n1))"
+    elif [ "$(rcof "$L.cli")" != 0 ] && grep -Eq "client (recv|send after [0-9]+ bytes): " "$err"; then
+        pass "$title: outcome ERROR reported to the program, ${after}s after link-up: $(grep -Em1 'client (recv|send after)' "$err"); what arrived was a correct prefix ($(grep -o 'received [0-9]* of [0-9]*' "$err" | head -n1))"
         outcome=error
     else
-        failc "$title: SILENT LOSS/unexplained end: exit $rc, $(grep -o 'received [0-9]* of [0-9]*' "$err" | head -n1), no error from a socket call"
+        failc "$title: SILENT LOSS/unexplained end: exit $(rcof "$L.cli"), $(grep -o 'received [0-9]* of [0-9]*' "$err" | head -n1), no error from a socket call"
         outcome=other
     fi
-    if [ -e "$S/linkcut.srv.hang" ]; then
-        failc "$title: HANG: the server (A) still ran $(cat "$S/linkcut.srv.hang") s after link-up (killed)"
+    if [ -e "$S/$L.srv.hang" ]; then
+        failc "$title: HANG: the server (A) still ran $(cat "$S/$L.srv.after-up") s after link-up (killed)"
     else
-        pass "$title: the server (A) ended too (exit $(rcof linkcut.srv))"
+        pass "$title: the server (A) ended too, $(cat "$S/$L.srv.after-up")s after link-up (exit $(rcof "$L.srv"))"
     fi
-    echo "linkcut outcome: $outcome" | tee -a "$S/summary.txt"
-    echo "  final transports: client: $(grep -o 'transport=[a-z]*' "$err" | tr '\n' ' ')server: $(grep -o 'transport=[a-z]*' "$S/linkcut.srv.err" | tr '\n' ' ')"
+    echo "linkcut ${cut}s in $cutter: outcome $outcome" | tee -a "$S/summary.txt"
+    echo "  final transports: client: $(grep -o 'transport=[a-z]*' "$err" | tr '\n' ' ')server: $(grep -o 'transport=[a-z]*' "$S/$L.srv.err" | tr '\n' ' ')"
 }
 
 # ---- pgbench: PostgreSQL in A, pgbench in B, both shimmed over rdma, TPC-B invariant ----
@@ -384,7 +409,12 @@ for c in "${cases[@]}"; do
             fi
             case_stream stream.BA B "$BACK_BYTES" 7302 || { on B && failc "stream B<-A: the guests lost step"; }
             ;;
-        linkcut) case_linkcut || { on B && failc "linkcut: the guests lost step"; } ;;
+        linkcut)
+            case_linkcut linkcut.A A "$CUT_S" 7311 || { on B && failc "linkcut in A: the guests lost step"; }
+            # A cut longer than the queue pair's retry budget (rxe retransmits; 30 s is
+            # far beyond 7 retries of 67 ms): the transport must break, not hang.
+            [ $quick = 1 ] || case_linkcut linkcut.B B "$LONG_CUT_S" 7312 || { on B && failc "linkcut in B: the guests lost step"; }
+            ;;
         pgbench) case_pgbench || { on B && failc "pgbench: the guests lost step"; } ;;
         latency) case_latency || { on B && failc "latency: the guests lost step"; } ;;
     esac

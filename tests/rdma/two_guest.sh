@@ -78,8 +78,12 @@ await() {
         sleep 0.1; n=$((n + 1))
     done
 }
-wait_listen() { # PORT
-    for _ in $(seq 600); do ss -Hltn "sport = :$1" | grep -q LISTEN && return 0; sleep 0.1; done
+wait_listen() { # PORT: a kernel TCP listener, or an rdma_cm one (rsocket listens through rdma_cm)
+    for _ in $(seq 300); do
+        ss -Hltn "sport = :$1" | grep -q LISTEN && return 0
+        rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:$1 " && return 0
+        sleep 0.2
+    done
     return 1
 }
 ctr() { cat "/sys/class/infiniband/$RDMA_VM_DEV/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
@@ -163,7 +167,7 @@ case_stream() {
 # ---- linkcut: a NIC down mid-stream, then up: completed or error, never loss or hang ----
 # case_linkcut NAME CUTTER CUT_S PORT: server in A, client in B; guest CUTTER takes its own
 # NIC down CUT_S seconds after the stream has run 3 s, then up again.
-RXE_CTRS="sent_pkts rcvd_pkts completer_retry_err retry_exceeded_err send_err link_downed duplicate_request out_of_seq_request rcvd_seq_err"
+RXE_CTRS="sent_pkts rcvd_pkts completer_retry_err retry_exceeded_err retry_rnr_exceeded_err rcvd_rnr_err send_rnr_err send_err link_downed duplicate_request out_of_seq_request rcvd_seq_err"
 ctrs() { local c; for c in $RXE_CTRS; do printf '%s=%s ' "$c" "$(ctr "$c")"; done; }
 ctr_delta() { # "BEFORE" "AFTER": the non-zero differences
     local b a k v
@@ -173,10 +177,11 @@ ctr_delta() { # "BEFORE" "AFTER": the non-zero differences
 }
 case_linkcut() {
     local L=$1 cutter=$2 cut=$3 port=$4 n rc pid waited c0
-    # Long enough to be in flight through the whole cut: ~45 s at the rate measured above.
+    # Long enough to be in flight through the whole cut: ~90 s at the rate measured above
+    # (that rate includes the set-up; the stream itself runs faster).
     if on B; then
         local rate; rate=$(cat "$S/stream-rate" 2>/dev/null || echo 200000)
-        n=$((rate * 45)); [ $n -lt 8388608 ] && n=8388608; [ $n -gt 2147483648 ] && n=2147483648
+        n=$((rate * 90)); [ $n -lt 16777216 ] && n=16777216; [ $n -gt 2147483648 ] && n=2147483648
         post "$L.bytes" "$n"
     fi
     await "$L.bytes" 600 || return 1
@@ -206,6 +211,7 @@ case_linkcut() {
     else
         await "$L.up" 900 || { kill -9 "$pid"; return 1; }
     fi
+    if on B; then if kill -0 "$pid" 2>/dev/null; then post "$L.cli-at-up" 1; else post "$L.cli-at-up" 0; fi; fi
     # After link-up: LIVENESS_S seconds (plus what the rest of the stream needs at the
     # measured rate, should it go on) to end one way or the other.
     local rate extra hang=0
@@ -242,6 +248,10 @@ case_linkcut() {
         return 0
     fi
     [ "$(cat "$S/$L.alive-at-up")" = 1 ] || echo "  (the cutting guest's process had already ended when the link came back up)"
+    if [ "$(cat "$S/$L.cli-at-up")" != 1 ] && [ "$(rcof "$L.cli")" = 0 ]; then
+        failc "$title: the client had completed before the link came back up (premise not met; more bytes needed)"
+        return 0
+    fi
     local f; for f in "$S/$L".*.hang-diag; do [ -e "$f" ] && { echo "  $f:"; sed 's/^/    /' "$f"; }; done
     grep -q "stats .*role=client.*transport=rdma" "$S/$L.cli.err" ||
         note "$title: the client's stats line does not say transport=rdma: $(grep -o 'transport=[a-z]*.*' "$S/$L.cli.err" | head -n1)"

@@ -399,7 +399,7 @@ case_latency() {
     echo "  64-byte ping-pong, server in A, client in B, $ITERS round trips (+$((ITERS / 10)) warm-up), 2 rounds interleaved:"
     awk -F, 'NR == 1 { next } { p50[$2] += $5; p99[$2] += $6; rt[$2] += $8; n[$2]++; printf "    round %s %-9s p50 %8.1f us  p99 %8.1f us  %8.0f rt/s  ibfds %s  transport %s\n", $1, $2, $5, $6, $8, $9, $10 }
          END { for (m in n) { p50[m] /= n[m]; p99[m] /= n[m]; rt[m] /= n[m] }
-               if (n["tcp"]) for (m in n) printf "    mean %-9s p50 %8.1f us  p99 %8.1f us  %8.0f rt/s  p50 vs tcp %.2fx, rt/s vs tcp %.2fx\n", m, p50[m], p99[m], rt[m], p50[m] / p50["tcp"], rt[m] / rt["tcp"] }' "$rows" |
+               if (n["tcp"]) for (m in n) printf "    mean %-9s p50 %8.1f us  p99 %8.1f us  %8.0f rt/s  p50/tcp p50 %.2f, rt/s / tcp rt/s %.2f\n", m, p50[m], p99[m], rt[m], p50[m] / p50["tcp"], rt[m] / rt["tcp"] }' "$rows" |
         tee -a "$S/summary.txt"
     [ $ok = 1 ] && pass "latency: tcp, rsocket and the shim over rdma each ran where they claim (results in latency.csv)"
 }

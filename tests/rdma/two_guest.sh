@@ -12,7 +12,7 @@
 #             transport=rdma, and rxe0's sent/received packet counters must show the bytes.
 #   linkcut   a long stream_check over rdma; A takes its NIC down for RDMA_2G_CUT_S (5) s
 #             mid-stream, then up; then again with B's NIC down for RDMA_2G_LONG_CUT_S (30) s
-#             (not with --quick). Passes when the run ends within RDMA_2G_LIVENESS_S (120) s
+#             (not with --quick). RDMA_2G_CUTS="A:5 A:5 B:30" sets the cuts (guest:seconds). Passes when the run ends within RDMA_2G_LIVENESS_S (120) s
 #             after link-up EITHER with the whole stream byte-exact ("completed") OR with an
 #             error the program saw (ECONNRESET, ETIMEDOUT, EPIPE: "error"); fails on a wrong
 #             byte, a short stream without an error (silent loss), or a hang. Prints which.
@@ -420,10 +420,17 @@ for c in "${cases[@]}"; do
             case_stream stream.BA B "$BACK_BYTES" 7302 || { on B && failc "stream B<-A: the guests lost step"; }
             ;;
         linkcut)
-            case_linkcut linkcut.A A "$CUT_S" 7311 || { on B && failc "linkcut in A: the guests lost step"; }
-            # A cut longer than the queue pair's retry budget (rxe retransmits; 30 s is
-            # far beyond 7 retries of 67 ms): the transport must break, not hang.
-            [ $quick = 1 ] || case_linkcut linkcut.B B "$LONG_CUT_S" 7312 || { on B && failc "linkcut in B: the guests lost step"; }
+            # Default: A's NIC down CUT_S (5 s), then B's down LONG_CUT_S (30 s: far beyond 7
+            # retries of 67 ms, the transport must break, not hang). RDMA_2G_CUTS="A:5 A:5 B:5"
+            # picks the cuts (guest:seconds, in order; repeats are fine).
+            cuts=${RDMA_2G_CUTS:-"A:$CUT_S B:$LONG_CUT_S"}
+            [ $quick = 1 ] && cuts=${RDMA_2G_CUTS:-"A:$CUT_S"}
+            k=0
+            for cut in $cuts; do
+                k=$((k + 1))
+                case_linkcut "linkcut$k.${cut%%:*}" "${cut%%:*}" "${cut#*:}" $((7310 + k)) ||
+                    { on B && failc "linkcut $k (${cut}): the guests lost step"; }
+            done
             ;;
         pgbench) case_pgbench || { on B && failc "pgbench: the guests lost step"; } ;;
         latency) case_latency || { on B && failc "latency: the guests lost step"; } ;;

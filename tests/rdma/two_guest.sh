@@ -226,7 +226,7 @@ case_linkcut() {
     waited=0
     while kill -0 "$pid" 2>/dev/null && [ $idle -lt $bound ] && [ $waited -lt "$MAX_AFTER_UP_S" ]; do
         sleep 1; waited=$((waited + 1))
-        now=$("$BUILD/rdmasock" stat -p "$pid" 2>/dev/null | awk 'NR > 1 { s += $9 + $10 } END { printf "%d\n", s }')
+        now=$("$BUILD/rdmasock" stat -p "$pid" 2>/dev/null | awk 'NR > 1 { s += $9 + $10 } END { printf "%.0f\n", s }')
         if [ "$now" != "$last" ]; then last=$now idle=0; else idle=$((idle + 1)); fi
     done
     if kill -0 "$pid" 2>/dev/null; then

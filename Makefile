@@ -35,7 +35,7 @@ LIB        := $(BUILD)/librdmasock.so
 CLI        := $(BUILD)/rdmasock
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: install uninstall deb FORCE all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-pg bench-pg bench-pg-latency stress fuzz robustness tsan
+.PHONY: install uninstall deb FORCE all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-rdma-2g test-pg bench-pg bench-pg-latency stress fuzz robustness tsan
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES) $(CLI)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -131,9 +131,15 @@ check: all asan
 	BUILD=$(BUILD) scripts/run-tests --asan
 
 # The RDMA tests (verbs, and the shim over rdma) inside a Soft-RoCE VM: one host,
-# two hosts, two namespaces. Needs scripts/rdma-vm-setup (scripts/setup runs it).
+# two hosts, two namespaces, and (not in make check: 6-9 minutes) the reduced two-kernel
+# run. Needs scripts/rdma-vm-setup (scripts/setup runs it).
 test-rdma: all
-	BUILD=$(BUILD) scripts/test-rdma
+	BUILD=$(BUILD) RDMA_TEST_TWO_GUESTS=1 scripts/test-rdma
+
+# The shim between two guest kernels (scripts/rdma-vm-2g: two QEMU guests on one virtual
+# link, rxe on each): stream_check both ways, link cuts, pgbench, latency (tcp, rsocket, shim).
+test-rdma-2g: all
+	BUILD=$(BUILD) scripts/test-rdma --two-guests-full
 
 # The sleep/wake race at 25x the CI volume (millions of kernel sleeps; ~15 min on 2 cores).
 stress: all

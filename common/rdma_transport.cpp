@@ -528,8 +528,17 @@ bool RdmaTransport::reap_recv_locked() {
             if (wc[i].status != IBV_WC_SUCCESS) {
                 char vendor[16];
                 snprintf(vendor, sizeof vendor, "0x%x", wc[i].vendor_err);
-                fail_unlocked(std::string("receive completed with error: ") + dev_.api().wc_status_str(wc[i].status) +
-                              " (status " + std::to_string(wc[i].status) + ", vendor error " + vendor + ")");
+                std::lock_guard<std::mutex> lk(sq_mu_);  // rq_mu_ is taken first
+                // A flushed receive only says the QP is in error: the cause, if it
+                // is ours (a send that exhausted its retries...), is on the send CQ.
+                if (wc[i].status == IBV_WC_WR_FLUSH_ERR) reap_locked();
+                std::string qs;
+                ibv_qp_attr qa{};
+                ibv_qp_init_attr qi{};
+                if (dev_.api().query_qp(qp_.get(), &qa, IBV_QP_STATE, &qi) == 0)
+                    qs = ", QP state " + std::to_string(qa.qp_state);
+                fail_locked(std::string("receive completed with error: ") + dev_.api().wc_status_str(wc[i].status) +
+                            " (status " + std::to_string(wc[i].status) + ", vendor error " + vendor + qs + ")");
                 return false;
             }
             ++recv_completions_;

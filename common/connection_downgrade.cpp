@@ -16,13 +16,7 @@
 namespace rdmasock {
 
 using namespace detail;
-
-namespace {
-
-using downgrade::state;
-constexpr auto kRing = RingControl::ring, kAsked = RingControl::asked, kBack = RingControl::back;
-
-}  // namespace
+using downgrade::state, downgrade::kRing, downgrade::kAsked, downgrade::kBack;
 
 bool Connection::tx_back() {
     auto* c = transport_->tx_control();

@@ -24,11 +24,7 @@
 namespace rdmasock {
 
 using namespace detail;
-
-namespace {
-using downgrade::state;
-constexpr auto kRing = RingControl::ring, kAsked = RingControl::asked, kBack = RingControl::back;
-}  // namespace
+using downgrade::state, downgrade::kRing, downgrade::kAsked, downgrade::kBack;
 
 bool Connection::can_go_back() {
     // A peer whose socket ended or reset will never answer a marker. (Any

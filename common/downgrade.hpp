@@ -31,6 +31,8 @@ constexpr int64_t kLockPatienceUs = 5'000'000;
 [[nodiscard]] bool lock(std::atomic<int32_t>& word, int32_t pid);
 void unlock(std::atomic<int32_t>& word);
 
+inline constexpr auto kRing = RingControl::ring, kAsked = RingControl::asked, kBack = RingControl::back;
+
 inline RingControl::Back state(const RingControl& c) {
     return static_cast<RingControl::Back>(c.back_state.load(std::memory_order_seq_cst));
 }

@@ -33,6 +33,7 @@
 #include <mutex>
 #include <string>
 
+#include "back_marker.hpp"
 #include "config.hpp"
 #include "handshake.hpp"
 #include "shm_rendezvous.hpp"
@@ -107,6 +108,9 @@ public:
     // Advances a handshake or rendezvous as far as it goes without blocking or
     // syscalls of its own; poll and epoll call it before asking for readiness.
     void step() {
+        // A forked copy's view of an RDMA ring is frozen (or absent): it goes
+        // back to TCP at its first look, as at its first call.
+        if (phase() == Phase::upgraded && !owned_by_this_process() && in_band()) hand_over("a forked child used the connection");
         if (phase() == Phase::upgraded) serve_downgrade();
         while (progress()) {}
     }
@@ -234,6 +238,7 @@ private:
     void begin_way_back(const std::string& why);  // in band: starts it, does not wait
     bool hand_over_in_band(const char* why);
     void read_marker();                     // the drain found the marker's first byte
+    back_marker::Parse peek_marker(back_marker::Place& p);
     // A byte on the TCP stream that nobody of ours wrote: reset both ends, loudly.
     void reset_both(const char* why);
     // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way

@@ -76,32 +76,45 @@ void Connection::begin_way_back(const std::string& why) {
     send_marker();
 }
 
-void Connection::read_marker() {
+// Peeks at the marker: need_more, stray, or ok with the peer's place.
+back_marker::Parse Connection::peek_marker(back_marker::Place& p) {
     uint8_t m[back_marker::kBytes];
     const int saved = errno;
     ssize_t n = ops_.recv(fd_, m, sizeof m, MSG_PEEK | MSG_DONTWAIT);
+    errno = saved;
+    return back_marker::parse(m, n > 0 ? static_cast<size_t>(n) : 0, p);
+}
+
+void Connection::read_marker() {
     back_marker::Place p;
-    const auto r = back_marker::parse(m, n > 0 ? static_cast<size_t>(n) : 0, p);
-    if (r == back_marker::Parse::need_more) {
-        errno = saved;
-        return;  // the rest is on its way; the socket stays readable
-    }
-    if (r == back_marker::Parse::stray) {
-        errno = saved;
+    auto r = peek_marker(p);
+    if (r == back_marker::Parse::need_more) return;  // the rest is on its way; the socket stays readable
+    if (r == back_marker::Parse::stray)
         return reset_both("bytes on the TCP stream that are no back marker (written around the shim)");
+    // Ours goes first: every byte we put on TCP after it is stream data.
+    send_marker();
+    // A forked copy of this connection may look at the socket too: the one
+    // holding the reader's busy word takes the marker and turns the direction
+    // back, so nobody reads the marker as data or data as a marker.
+    auto* rc = transport_->rx_control();
+    if (!lock_busy(rc->reader_busy)) return;
+    if (state(*rc) == kBack || peek_marker(p) != back_marker::Parse::ok) {
+        downgrade::unlock(rc->reader_busy);
+        return;  // another process took it
     }
+    uint8_t m[back_marker::kBytes];
+    const int saved = errno;
     (void)ops_.recv(fd_, m, sizeof m, MSG_DONTWAIT);  // exactly the marker: what follows is data
     errno = saved;
     RS_LOG(info, "fd %d: the peer stopped reading its ring at position %llu (+%u); going back to tcp", fd_,
            static_cast<unsigned long long>(p.read_pos), p.read_partial);
-    // Ours goes first: every byte we put on TCP after it is stream data.
-    send_marker();
     auto* tc = transport_->tx_control();
     tc->read_pos.store(p.read_pos, std::memory_order_release);
     tc->read_partial.store(p.read_partial, std::memory_order_release);
     uint32_t ring = kRing;
     tc->back_state.compare_exchange_strong(ring, kAsked, std::memory_order_seq_cst);
-    transport_->rx_control()->back_state.store(kBack, std::memory_order_seq_cst);
+    rc->back_state.store(kBack, std::memory_order_seq_cst);
+    downgrade::unlock(rc->reader_busy);
     wake_local();  // a writer asleep on a full ring takes back; readers read TCP
 }
 
@@ -147,8 +160,9 @@ bool Connection::hand_over_in_band(const char* why) {
         if (state(*rc) != kBack && (peer_closed_.load() || !marker_out())) {
             // The peer's socket ended before its marker: nobody will send what
             // its ring still holds for us again.
+            // (The ring of a forked copy may be absent: MADV_DONTFORK.)
             RS_LOG(error, "fd %d: the peer's socket closed before it answered the way back; %zu unread ring bytes stay behind",
-                   fd_, transport_->reader().readable_bytes());
+                   fd_, owned_by_this_process() ? transport_->reader().readable_bytes() : 0);
             return false;
         }
         if (state(*rc) != kBack) {

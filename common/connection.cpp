@@ -134,6 +134,7 @@ void Connection::retire_fd() {
 }
 void Connection::set_offer(uint32_t offers) {
     offers_ = offers;
+    claim_rendezvous();  // the process that may offer (progress_client_offer)
     phase_.store(offers ? Phase::undecided : Phase::plain, std::memory_order_release);
 }
 

@@ -75,6 +75,12 @@ bool Connection::progress_client_offer() {
         return true;
     }
     if (!(p.revents & POLLOUT)) return false;  // still connecting
+    // Forked since the connect (the perl echo client: one process writes, the
+    // other reads): two processes would each run the handshake on one socket.
+    if (rv_pid_ != current_pid() || rv_gen_ != fork_generation()) {
+        become_plain("forked before the handshake: two processes may use the socket");
+        return true;
+    }
     // The server already spoke (a banner, or it wrote and closed): a HELLO now
     // would sit unread in its socket and its close would become a RST that
     // destroys these bytes. A server that writes first stays on TCP anyway.

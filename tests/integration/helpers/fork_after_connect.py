@@ -5,7 +5,8 @@ connection must stay on TCP (two writers, one switch offset would be wrong)
 and every line come back in order.
 """
 import os, socket, sys, time, hashlib
-l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1); port = l.getsockname()[1]
+ADDR = os.environ.get("HANDOVER_ADDR", "127.0.0.1")  # the RDMA VM's address in tests/rdma
+l = socket.socket(); l.bind((ADDR, 0)); l.listen(1); port = l.getsockname()[1]
 if os.fork() == 0:
     s, _ = l.accept()
     while True:
@@ -14,7 +15,7 @@ if os.fork() == 0:
         s.sendall(b)
     s.close(); os._exit(0)
 l.close()
-c = socket.create_connection(("127.0.0.1", port))
+c = socket.create_connection((ADDR, port))
 k = os.fork()
 if k == 0:
     for i in range(2000):

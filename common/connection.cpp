@@ -434,18 +434,19 @@ void Connection::close_last_reference() {
     // SO_LINGER {1, 0}: no end-of-stream record; the kernel's RST at the close
     // tells the peer, which then reports ECONNRESET as TCP would.
     // In band, on the way back: what the peer has not read goes over TCP first.
-    // After a fork, a child may still hold the socket: the stream goes back to
-    // TCP (the child finds it there), and only the kernel ends it.
-    if (phase() == Phase::upgraded && owned_by_this_process() && !abortive_close() &&
-        (marker_out() || (in_band() && fork_gen_ != fork_generation())))
-        hand_over(marker_out() ? "closed on the way back to tcp" : "closed after a fork (a child may hold the socket)");
+    if (phase() == Phase::upgraded && owned_by_this_process() && !abortive_close() && marker_out())
+        hand_over("closed on the way back to tcp");
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close()) {
         std::lock_guard<std::mutex> lk(write_mu_);
-        if (fork_gen_ != fork_generation() && transport_->tx_control() && !in_band()) {
+        if (fork_gen_ != fork_generation() && transport_->tx_control()) {
             // A child forked since the upgrade may hold the socket: only the
-            // kernel knows when the stream ends. What the peer has not read
-            // goes to TCP, and the kernel's FIN, if any, follows it.
-            if (lock_busy(transport_->tx_control()->writer_busy)) {
+            // kernel knows when the stream ends. Shared memory: what the peer
+            // has not read goes to TCP, and the kernel's FIN, if any, follows
+            // it. In band (RDMA): no end-of-stream record either; a child that
+            // goes on takes the connection back to TCP itself (shared state),
+            // else the kernel's FIN comes after every record landed (below),
+            // and the peer reads them all before its end of stream.
+            if (!in_band() && lock_busy(transport_->tx_control()->writer_busy)) {
                 take_back_locked();
                 downgrade::unlock(transport_->tx_control()->writer_busy);
             }
@@ -460,6 +461,9 @@ void Connection::close_last_reference() {
         }
         shut_wr_ = true;
     }
+    // Records still in flight land before the kernel's FIN can overtake them
+    // (the peer reads its ring to the end when its TCP socket says EOF).
+    if (phase() == Phase::upgraded && owned_by_this_process()) transport_->flush_sends(1000);
 }
 
 std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {

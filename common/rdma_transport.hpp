@@ -125,6 +125,7 @@ public:
     bool wake_self() override;
     void after_read() override;
     bool failed() const override { return broken(); }
+    void flush_sends(int timeout_ms) override { flush(timeout_ms); }
     std::string failure() const override { return error(); }
     // The way back to TCP is agreed in band (back_marker.hpp): the controls are
     // this side's own, and a take-back resends from the send mirror.

@@ -61,6 +61,9 @@ public:
     // (epoll sets look at Connection::local_epoch()).
     virtual bool wake_self() { return false; }
     virtual int self_wake_fd() const { return -1; }
+    // Waits (bounded) until every record posted has landed at the peer (RDMA:
+    // all work requests completed), before the kernel's FIN may overtake them.
+    virtual void flush_sends(int timeout_ms) { (void)timeout_ms; }
     // After the reader consumed bytes (a hook for receive-queue upkeep).
     virtual void after_read() {}
     // Side-channel connections switch each direction from TCP to the ring at a

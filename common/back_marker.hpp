@@ -1,8 +1,8 @@
 // The marker that starts the way back over TCP for in-band transports (RDMA),
 // docs/protocol.md "Downgrade over RDMA". After the upgrade the TCP stream of
-// such a connection carries nothing of ours but this marker (once per side) or
-// an abort byte, so the first byte tells them apart from a stray byte written
-// around the shim.
+// such a connection carries nothing of ours but this marker (once per side),
+// so its first byte tells it apart from a stray byte written around the shim
+// (which resets the connection: Connection::reset_both).
 //
 // A side sends its marker once it has stopped reading its ring: the marker
 // carries that reader's exact place (record position, bytes of that record

@@ -261,8 +261,9 @@ private:
     ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
     void ring_doorbell();
     bool transport_failed();
-    // Doorbells are single bytes on the TCP stream: 1 = "I wrote / I freed
-    // space"; kAbortByte = "my transport broke" (the peer resets the connection).
+    // Doorbells are single bytes on the TCP stream (transports without a
+    // wake_fd; none of today's): 1 = "I wrote / I freed space"; kAbortByte =
+    // a reset. No shim sends kAbortByte any more (reset_both sends a TCP RST).
     static constexpr char kAbortByte = static_cast<char>(0xEE);
     // A borrowed "may the call go on" predicate: no allocation, one indirect call.
     struct ReadyRef {
@@ -309,6 +310,9 @@ private:
     void disarm_side(bool reader);
     // look_tcp=false: the caller's kernel wait saw the TCP socket quiet (skip the peek).
     void drain_locked(bool look_tcp = true);
+    // Takes the doorbells now (and a marker or EOF on the TCP socket) unless
+    // another thread owns the drain; false then.
+    bool drain_if_free();
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
     std::atomic<bool> rst_pending_{false};  // an ECONNRESET owed to the next failing send

@@ -81,6 +81,13 @@ void Connection::drain_locked(bool look_tcp) {
     }
 }
 
+bool Connection::drain_if_free() {
+    if (!try_own_drain()) return false;
+    drain_locked();
+    release_drain();
+    return true;
+}
+
 // ---------------------------------------------------------------- blocking calls
 
 // wait_engine hooks for one blocking send or recv on this connection.

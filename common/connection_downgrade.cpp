@@ -84,9 +84,12 @@ void Connection::take_back_locked() {
         // A ring that fails validation or a socket gone mid-resend: the stream
         // cannot continue in order. Loudly, as TCP reports a broken connection.
         RS_LOG(error, "fd %d: taking the ring back to tcp failed (%s); resetting", fd_, t.err.c_str());
-        if (in_band()) reset_both("the take-back failed");
-        peer_reset_.store(true);
-        kernel_shutdown(fd_, SHUT_RDWR);
+        if (in_band()) {
+            reset_both("the take-back failed");  // a RST: after our marker, TCP bytes are data
+        } else {
+            peer_reset_.store(true);
+            kernel_shutdown(fd_, SHUT_RDWR);
+        }
     } else {
         RS_LOG(info, "fd %d: sends back on tcp, %llu unread ring bytes sent again there%s", fd_,
                static_cast<unsigned long long>(t.resent), t.fin ? ", then the end of stream" : "");

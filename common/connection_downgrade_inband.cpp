@@ -169,10 +169,7 @@ bool Connection::hand_over_in_band(const char* why) {
             // The peer's marker comes at its next look at the connection.
             pollfd p{fd_, POLLIN, 0};
             ops_.poll(&p, 1, 100);
-            if (try_own_drain()) {
-                drain_locked();
-                release_drain();
-            }
+            drain_if_free();
         } else {
             usleep(200);  // a writer of ours is taking back
         }

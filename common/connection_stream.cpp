@@ -25,8 +25,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     size_t total = 0;
     for (;;) {
         const bool failed = transport_failed();  // in band: starts the way back instead (false)
-        if (!failed && w.status() == ring::RingStatus::broken && can_go_back())
-            begin_way_back("send ring broken: " + w.error());
+        if (!failed && w.status() == ring::RingStatus::broken) begin_way_back("send ring broken: " + w.error());
         const bool going_back = marker_out();
         if (shut_wr_ || failed || peer_reset_.load() ||
             (going_back ? peer_closed_.load() && !tx_back() : w.status() == ring::RingStatus::broken)) {
@@ -45,10 +44,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         if (way == Way::wait) {
             // In band, our marker is out (connection_downgrade_inband.cpp): the
             // peer's says where the take-back starts; then the rest goes on TCP.
-            if (try_own_drain()) {
-                drain_locked();
-                release_drain();
-            }
+            drain_if_free();
             if (downgrade_due()) continue;
             if (nb) {
                 if (total > 0) return static_cast<ssize_t>(total);
@@ -185,11 +181,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         if (way == Way::wait) {
             // We asked the peer to send our unread bytes again over TCP (hand_over).
             // In band its answer is a marker on the TCP stream: look for it.
-            if (in_band() && try_own_drain()) {
-                drain_locked();
-                release_drain();
-                if (!rx_waiting_back()) continue;
-            }
+            if (in_band() && drain_if_free() && !rx_waiting_back()) continue;
             if (peer_reset_.load()) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = ECONNRESET;
@@ -270,10 +262,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         if (nb && total == 0 && !peer_closed_.load()) {
             // Without a poll nobody drains the doorbell stream: look for the
             // peer's EOF here so a nonblocking reader is not told EAGAIN forever.
-            if (try_own_drain()) {
-                drain_locked();
-                release_drain();
-            }
+            drain_if_free();
             if (peer_closed_.load() && rd.poll() == ring::RingStatus::would_block) return 0;
             if (rd.poll() != ring::RingStatus::would_block) continue;
         }

@@ -150,6 +150,7 @@ bool Connection::start_rendezvous_client() {
     auto rv = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
     if (config_.fault == "client-listen" || !rv->client_listen(fd_)) return false;
     rv_ = std::move(rv);
+    rv_since_us_ = wait::now_us();
     side_tried_ = true;
     claim_rendezvous();
     phase_.store(Phase::rv_listen, std::memory_order_release);

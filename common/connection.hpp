@@ -247,6 +247,7 @@ private:
     void fault_handover();
 
     bool progress_rendezvous(bool may_syscall);
+    bool rendezvous_gave_up();  // client: stop waiting for an OFFER (count + time)
     // Kernel I/O in the rv_* phases, counting the bytes that went over TCP.
     ssize_t tcp_send(const iovec* iov, int iovcnt, int flags);
     ssize_t tcp_recv(const iovec* iov, int iovcnt, int flags);
@@ -351,6 +352,7 @@ private:
     bool side_tried_ = false;
     std::atomic<bool> upgraded_once_{false};  // upgrade() ran (in band)
     int rv_calls_ = 0;                    // client: calls made while waiting for an OFFER
+    int64_t rv_since_us_ = 0;             // client: when it began waiting (steady clock)
     std::atomic<uint64_t> send_full_{0};
     std::string fallback_reason_;
     SpinPolicy spin_;

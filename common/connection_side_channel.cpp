@@ -132,14 +132,21 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     }
     // A shimmed server offers before its first byte leaves (shm_rendezvous.hpp):
     // server bytes without an OFFER mean a server without the shim. A client that
-    // only sends gives up after a bounded number of calls.
+    // only sends gives up after kRendezvousCalls calls spread over at least
+    // kRendezvousWaitUs: a count alone gave up on servers starved of CPU.
     int saved = errno;
-    if (phase() == Phase::rv_listen && (n > 0 || ++rv_calls_ > 64)) {
+    if (phase() == Phase::rv_listen && (n > 0 || rendezvous_gave_up())) {
         std::lock_guard<std::mutex> lk(handshake_mu_);
         if (!progress_rendezvous(true) && phase() == Phase::rv_listen) become_plain("the server made no offer");
     }
     errno = saved;
     return n;
+}
+
+bool Connection::rendezvous_gave_up() {
+    constexpr int kRendezvousCalls = 64;
+    constexpr int64_t kRendezvousWaitUs = 10'000'000;
+    return ++rv_calls_ > kRendezvousCalls && wait::now_us() - rv_since_us_ > kRendezvousWaitUs;
 }
 
 void Connection::switch_tx_locked() {

@@ -115,6 +115,18 @@ Config parse_config(const std::function<const char*(const char*)>& getenv_fn, st
             bad("RDMASOCK_GID_INDEX", v, "auto or an index from 0 to 255", "auto");
         else c.gid_index = static_cast<int>(n);
     }
+    if (const char* v = getenv_fn("RDMASOCK_RDMA_SIGNAL_EVERY")) {
+        uint64_t n = 0;
+        if (!parse_size(v, n) || n < 1 || n > 1024 || !isdigit(static_cast<unsigned char>(v[strlen(v) - 1])))
+            bad("RDMASOCK_RDMA_SIGNAL_EVERY", v, "a count from 1 to 1024", "64");
+        else c.rdma_signal_every = static_cast<uint32_t>(n);
+    }
+    if (const char* v = getenv_fn("RDMASOCK_RDMA_INLINE")) {
+        if (!parse_bool(v, c.rdma_inline) || !*v) {
+            c.rdma_inline = true;
+            bad("RDMASOCK_RDMA_INLINE", v, "0 or 1", "1");
+        }
+    }
     if (const char* v = getenv_fn("RDMASOCK_PEERS")) {
         std::string why;
         if (!parse_peer_rules(v, c.peers, why))

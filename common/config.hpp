@@ -28,6 +28,10 @@ struct Config {
     std::string rdma_device;            // RDMASOCK_DEVICE: verbs device name; empty = first active port
     int gid_index = -1;                 // RDMASOCK_GID_INDEX: -1 = prefer a RoCE v2 IPv4-mapped GID
     std::vector<PeerRule> peers;        // RDMASOCK_PEERS: other hosts offered RDMA (peer_rules.hpp)
+    // Send-queue discipline (issue #14 item 2), kept as knobs so a benchmark can
+    // measure each choice against its alternative in one run (docs/rdma-transport.md).
+    uint32_t rdma_signal_every = 64;    // RDMASOCK_RDMA_SIGNAL_EVERY: one signaled WRITE per N (capped at depth/4)
+    bool rdma_inline = true;            // RDMASOCK_RDMA_INLINE: inline records that fit max_inline_data
 };
 
 // getenv is injected so tests can feed arbitrary values. Returns messages for

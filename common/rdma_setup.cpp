@@ -25,7 +25,11 @@ std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err) {
     RdmaDevice* dev = device(config, faults, err);
     if (!dev) return nullptr;
     auto t = RdmaTransport::create(*dev, config.ring_bytes, faults, err);
-    if (t) RS_LOG(debug, "rdma: %s, local %s", dev->describe().c_str(), to_string(t->local_params()).c_str());
+    if (!t) return t;
+    // The send-queue discipline's knobs, measured in docs/rdma-transport.md.
+    if (!config.rdma_inline) t->limit_inline(0);
+    t->set_signal_every(config.rdma_signal_every);
+    RS_LOG(debug, "rdma: %s, local %s", dev->describe().c_str(), to_string(t->local_params()).c_str());
     return t;
 }
 

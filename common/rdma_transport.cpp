@@ -174,7 +174,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     }
     // N well under the depth: at most depth/4 unsignaled requests trail the last
     // signaled one, so a full queue always has a completion coming.
-    t->signal_every_ = std::min(kSignalEvery, t->sq_depth_ / 4);
+    t->set_signal_every(kSignalEvery);
     t->rq_depth_ = std::min(rq, qa.cap.max_recv_wr > 0 ? qa.cap.max_recv_wr : rq);
     t->max_msg_ = std::max<uint32_t>(dev.max_msg_sz() & ~(static_cast<uint32_t>(ring::kAlign) - 1), 4096);
     // A random first PSN (std::random_device may throw; getrandom does not).

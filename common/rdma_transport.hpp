@@ -159,6 +159,9 @@ public:
     void limit_inline(uint32_t bytes) { max_inline_ = std::min(max_inline_, bytes); }
     uint32_t sq_depth() const { return sq_depth_; }
     uint32_t signal_every() const { return signal_every_; }
+    // One signaled WRITE per n (1: every one), capped at depth/4 so a full queue
+    // always has a completion coming. Call before the first write.
+    void set_signal_every(uint32_t n) { signal_every_ = std::clamp<uint32_t>(n, 1, std::max<uint32_t>(1, sq_depth_ / 4)); }
     uint32_t path_mtu() const { return path_mtu_; }  // enum ibv_mtu, after connect
     Stats stats() const;
 

@@ -16,6 +16,9 @@
 //   rdma-footer-inline  the same with inline sends (up to the QP's max_inline_data)
 //   shim-rdma           TCP client and server under LD_PRELOAD=librdmasock.so with
 //                       RDMASOCK_TRANSPORT=rdma; fails unless the stats say transport=rdma
+//   shim-rdma-signal-all  the same with every WRITE signaled (RDMASOCK_RDMA_SIGNAL_EVERY=1)
+//   shim-rdma-no-inline   the same with no inline sends (RDMASOCK_RDMA_INLINE=0)
+//                       (the send-queue discipline, each choice against its alternative)
 // Every RDMA mode bootstraps its queue pair over a TCP connection, spins on memory
 // (no sleeping) and checks the first and last byte of every echoed message.
 // --crossover 1 (with rdma-footer,rdma-footer-inline): prints where inline stops paying.
@@ -321,10 +324,23 @@ int main(int argc, char** argv) {
     const char* rs = getenv("RDMA_VM_RSPRELOAD");
     const std::string rspreload = rs ? rs : "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so";
     const std::string shim = next_to_self(argv[0], "librdmasock.so");
+    // The shim's modes: the environment each end adds.
+    const std::vector<std::pair<std::string, std::vector<std::string>>> shim_modes = {
+        {"shim-rdma", {"RDMASOCK_TRANSPORT=rdma"}},
+        {"shim-rdma-signal-all", {"RDMASOCK_TRANSPORT=rdma", "RDMASOCK_RDMA_SIGNAL_EVERY=1"}},
+        {"shim-rdma-no-inline", {"RDMASOCK_TRANSPORT=rdma", "RDMASOCK_RDMA_INLINE=0"}},
+    };
+    auto shim_env = [&](const std::string& m) -> const std::vector<std::string>* {
+        for (const auto& [name, env] : shim_modes)
+            if (name == m) return &env;
+        return nullptr;
+    };
     for (const auto& m : modes)
         if (m != "tcp" && m != "rsocket" && m != "rdma-basic" && m != "rdma-footer" && m != "rdma-footer-inline" &&
-            m != "shim-rdma")
-            die_msg("unknown mode " + m + " (tcp, rsocket, rdma-basic, rdma-footer, rdma-footer-inline, shim-rdma)");
+            !shim_env(m))
+            die_msg("unknown mode " + m +
+                    " (tcp, rsocket, rdma-basic, rdma-footer, rdma-footer-inline, shim-rdma, shim-rdma-signal-all, "
+                    "shim-rdma-no-inline)");
     std::vector<Summary> rows;
     int rc = run_points(
         o, modes, "pingpong_rdma",
@@ -335,8 +351,8 @@ int main(int argc, char** argv) {
             if (m == "rdma-footer-inline") return run_ring(m, size, iters, warmup, o.host, r, true);
             if (m == "rsocket")
                 return run_preloaded(self, rspreload, m, o.host, size, iters, warmup, {}, {}, {"", true});
-            return run_preloaded(self, shim, m, o.host, size, iters, warmup, {"RDMASOCK_TRANSPORT=rdma"},
-                                 {"RDMASOCK_STATS=1"}, {"transport=rdma", false});
+            return run_preloaded(self, shim, m, o.host, size, iters, warmup, *shim_env(m), {"RDMASOCK_STATS=1"},
+                                 {"transport=rdma", false});
         },
         &rows);
     if (extra_option(o, "--crossover", "0") == "1") print_crossover(rows);

@@ -90,3 +90,30 @@ TEST_CASE("RDMA device, GID index and peer rules") {
         CHECK(bad.peers.empty());
     }
 }
+
+TEST_CASE("RDMA send-queue discipline knobs") {
+    std::vector<std::string> errors;
+    Config d = parse({}, errors);
+    CHECK(d.rdma_signal_every == 64);
+    CHECK(d.rdma_inline);
+    Config c = parse({{"RDMASOCK_RDMA_SIGNAL_EVERY", "1"}, {"RDMASOCK_RDMA_INLINE", "0"}}, errors);
+    CHECK(errors.empty());
+    CHECK(c.rdma_signal_every == 1);
+    CHECK_FALSE(c.rdma_inline);
+    struct Case {
+        const char* var;
+        const char* value;
+    } cases[] = {{"RDMASOCK_RDMA_SIGNAL_EVERY", "0"},    {"RDMASOCK_RDMA_SIGNAL_EVERY", "1025"},
+                 {"RDMASOCK_RDMA_SIGNAL_EVERY", "1K"},   {"RDMASOCK_RDMA_SIGNAL_EVERY", "-3"},
+                 {"RDMASOCK_RDMA_SIGNAL_EVERY", ""},     {"RDMASOCK_RDMA_INLINE", "maybe"},
+                 {"RDMASOCK_RDMA_INLINE", ""}};
+    for (auto& k : cases) {
+        std::vector<std::string> errs;
+        Config bad = parse({{k.var, k.value}}, errs);
+        INFO(k.var << "=" << k.value);
+        REQUIRE(errs.size() == 1);
+        CHECK_THAT(errs[0], Catch::Contains(k.var));
+        CHECK(bad.rdma_signal_every == 64);
+        CHECK(bad.rdma_inline);
+    }
+}

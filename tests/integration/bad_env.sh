@@ -5,6 +5,7 @@
 #   A. RDMASOCK_TRANSPORT=bogus RDMASOCK_RING_SIZE=123 RDMASOCK_SPIN_US=-5
 #      -> transport as the TRANSPORT message says it falls back to ("using tcp" -> tcp)
 #   B. RDMASOCK_RING_SIZE=123 RDMASOCK_SPIN_US=-5 RDMASOCK_LOG=loud RDMASOCK_HANDSHAKE_TIMEOUT_MS=0
+#      RDMASOCK_RDMA_SIGNAL_EVERY=0 RDMASOCK_RDMA_INLINE=maybe
 #      (transport left alone) -> defaults kept, so transport=shm
 #   C. valid but different ring sizes on the two ends (64K client, 4M server) -> shm
 # Each run checks: both programs exit 0 and verified every byte; each process's stderr names
@@ -65,7 +66,7 @@ run_case() {
 
 BAD_A="RDMASOCK_TRANSPORT=bogus RDMASOCK_RING_SIZE=123 RDMASOCK_SPIN_US=-5"
 run_case bad-transport from-message "$BAD_A" "$BAD_A" "$BAD_A"
-BAD_B="RDMASOCK_RING_SIZE=123 RDMASOCK_SPIN_US=-5 RDMASOCK_LOG=loud RDMASOCK_HANDSHAKE_TIMEOUT_MS=0"
+BAD_B="RDMASOCK_RING_SIZE=123 RDMASOCK_SPIN_US=-5 RDMASOCK_LOG=loud RDMASOCK_HANDSHAKE_TIMEOUT_MS=0 RDMASOCK_RDMA_SIGNAL_EVERY=0 RDMASOCK_RDMA_INLINE=maybe"
 run_case bad-tuning shm "$BAD_B" "$BAD_B" "$BAD_B"
 run_case ring-mismatch shm "RDMASOCK_RING_SIZE=4M" "RDMASOCK_RING_SIZE=64K" ""
 it_finish

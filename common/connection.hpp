@@ -89,6 +89,8 @@ public:
     void set_timeouts(int64_t recv_us, int64_t send_us);
     // Client side: whether to send a HELLO at the first I/O (else plain at once).
     void set_offer(uint32_t offers);
+    // Client, no offer made (plain from the start): why, for the statistics.
+    void note_not_offered(const char* why) { fallback_reason_ = why; }
     // Same host, side channel. Client: before the kernel connect (the name must
     // exist before the server can look for it); false leaves the phase alone.
     bool start_rendezvous_client();

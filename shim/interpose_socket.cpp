@@ -51,10 +51,11 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
     // Decide before connecting: a listener may accept and close (unpublishing
     // itself) before connect() even returns here.
     uint32_t offers = 0;
+    bool look_again = false;           // same host, no listener published yet: look after connect too
+    const uint16_t port = registry::port_of(addr, len);
     std::shared_ptr<Connection> side;  // same host: the side-channel rendezvous
     if (s && !s->conn) {
         const Config& cfg = shim::config();
-        uint16_t port = registry::port_of(addr, len);
         if (cfg.transport != TransportChoice::tcp && port) {
             bool local = registry::same_host(addr, len);
             if (local && (cfg.transport == TransportChoice::automatic || cfg.transport == TransportChoice::shm)) {
@@ -62,9 +63,11 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
                 side = new_connection(fd, Role::client, s->nonblocking);
                 if (!side->start_rendezvous_client()) side.reset();
             } else {
-                bool here = local && registry::is_published(port);
+                // Fault registry-miss: the first look misses (a listener that publishes just after it).
+                bool here = local && cfg.fault != "registry-miss" && registry::is_published(port);
                 offers = client_offers(cfg.transport, here, !here && peer_matches(cfg.peers, addr, len));
                 offers &= ~handshake::kOfferShm;  // same host goes over the side channel only
+                look_again = local && !here;
             }
         }
         RS_LOG(debug, "fd %d: connect to port %u, %s", fd, port,
@@ -76,8 +79,13 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
         if (side) {
             s->conn = std::move(side);
         } else {
+            // A listener that was starting: it published (before listening) after our
+            // look but before our SYN reached it. Nothing was sent yet: offer now.
+            if (look_again && registry::is_published(port))
+                offers = client_offers(shim::config().transport, true, false) & ~handshake::kOfferShm;
             auto c = new_connection(fd, Role::client, s->nonblocking);
             if (offers) c->set_offer(offers);
+            else if (look_again) c->note_not_offered("no shimmed listener published this port on this host");
             s->conn = std::move(c);
         }
         shim::stat_track(*s, fd, addr, len);

@@ -15,4 +15,10 @@ grep -q "reason=no RDMA" <<<"$out"
 out=$(tests/rdma/shim_pair.sh tcp 8M $R --)
 echo "$out"
 grep -q "reason=the server made no offer" <<<"$out"
+# A client whose first look at the registry missed the listener (fault registry-miss: as a
+# listener that publishes between that look and the SYN) looks again after connect: it
+# offers rdma after all, so its reason is the missing device, not a missing listener.
+out=$(tests/rdma/shim_pair.sh tcp 1M $R -- $R RDMASOCK_FAULT=registry-miss)
+echo "$out"
+grep -q "role=client.*reason=no RDMA" <<<"$out"
 echo "PASS: no device, no peer support: both stay on TCP with every byte"

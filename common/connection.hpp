@@ -36,6 +36,7 @@
 #include "back_marker.hpp"
 #include "config.hpp"
 #include "handshake.hpp"
+#include "process_id.hpp"
 #include "shm_rendezvous.hpp"
 #include "spin_policy.hpp"
 #include "transport.hpp"
@@ -361,12 +362,5 @@ private:
     static inline std::atomic<uint64_t> local_epoch_{0};
 };
 
-// The pid cache the shim keeps current across fork (getpid() is a syscall).
-int current_pid();
-void refresh_current_pid();
-// Grows in a process each time it forks (pthread_atfork, parent side): a
-// connection upgraded before the last fork may have a child holding its socket.
-uint64_t fork_generation();
-void note_fork();
 
 }  // namespace rdmasock

@@ -101,6 +101,7 @@ struct Connection::Sleeper {
     int check() { return ready() ? 1 : 0; }
     bool peek() { return ready(); }
     uint32_t spin_budget_us() { return c.spin_.budget_us(); }
+    bool learns() { return c.spin_.learns(); }
     wait::Armed arm() {
         bool may_sleep = c.arm_side(reader);
         owned = c.try_own_drain();

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <thread>
 
+#include "process_id.hpp"
 #include "rdma_qp.hpp"
 #include "rdma_work_request.hpp"
 
@@ -405,7 +406,7 @@ bool RdmaTransport::wait_read(Kind kind, uint64_t seq) {
 }
 
 bool RdmaTransport::flush(int timeout_ms) {
-    if (!connected_ || pid_ != getpid()) return false;
+    if (!connected_ || pid_ != current_pid()) return false;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     std::lock_guard<std::mutex> lk(sq_mu_);
     if (broken_.load(std::memory_order_relaxed)) return false;
@@ -586,7 +587,7 @@ void RdmaTransport::drain_wake() {
         (void)syscall(SYS_read, self_wake_, &v, sizeof v);
     }
     errno = saved;
-    if (!connected_ || pid_ != getpid()) return;
+    if (!connected_ || pid_ != current_pid()) return;
     std::lock_guard<std::mutex> lk(rq_mu_);
     unsigned n = 0;
     ibv_cq* cq = nullptr;

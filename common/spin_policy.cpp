@@ -14,7 +14,7 @@ int SpinPolicy::bucket_of(int64_t us) {
 }
 
 void SpinPolicy::record(int64_t waited_us) {
-    if (base_us_ == 0 || max_us_ <= base_us_) return;
+    if (!learns()) return;
     counts_[static_cast<size_t>(bucket_of(waited_us))].fetch_add(1, std::memory_order_relaxed);
     if (since_decay_.fetch_add(1, std::memory_order_relaxed) + 1 >= kDecayEvery) {
         // Old waits weigh half as much: the estimate follows a peer that changes pace.

@@ -30,6 +30,8 @@ public:
     uint32_t budget_us() const { return budget_.load(std::memory_order_relaxed); }
     // One wait ended after waited_us: ready (spun or slept) or timed out.
     void record(int64_t waited_us);
+    // False: record() ignores every wait, so a caller need not read the clock for it.
+    bool learns() const { return base_us_ > 0 && max_us_ > base_us_; }
 
     static constexpr double kCoverage = 0.9;  // share of waits the spin should cover
     static constexpr uint32_t kMinSamples = 8;  // before that, the base spin

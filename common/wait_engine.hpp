@@ -76,16 +76,22 @@ bool spin_until(Hooks& h, int64_t until, bool yield) {
 // kernel wait fails (-1 with errno: EINTR when a signal arrived; the caller
 // decides whether its call restarts). timeout_us < 0 waits forever, 0 only
 // checks.
+//
+// The clock is read only for what needs it (a deadline, a spin, a policy that
+// learns how long waits last): under some hypervisors every read is a system
+// call, several per round trip.
 template <class Hooks>
 int run(Hooks& h, int64_t timeout_us) {
-    const int64_t start = now_us();
     const uint32_t budget = h.spin_budget_us();
+    const bool learns = timeout_us != 0 && h.learns();
+    const int64_t start = timeout_us > 0 || budget > 0 || learns ? now_us() : 0;
     const int64_t spin_end = start + budget;
+    bool first = true;  // the spin's first look needs no clock: start was just read
     for (;;) {
         int n = h.check();
         if (n < 0) return n;
         if (n > 0 || timeout_us == 0) {
-            if (n > 0 && timeout_us != 0) h.learn(now_us() - start, false);
+            if (n > 0 && learns) h.learn(now_us() - start, false);
             return n;
         }
         int64_t left = -1;
@@ -96,7 +102,11 @@ int run(Hooks& h, int64_t timeout_us) {
                 return 0;
             }
         }
-        if (now_us() < spin_end && spin_until(h, spin_end, budget > 0)) continue;
+        if (budget > 0 && (first || now_us() < spin_end) && spin_until(h, spin_end, true)) {
+            first = false;
+            continue;
+        }
+        first = false;
 
         Armed a = h.arm();
         std::atomic_thread_fence(std::memory_order_seq_cst);

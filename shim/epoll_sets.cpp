@@ -300,7 +300,8 @@ struct EpollWait {
             if (!commit) return 1;
             in.idle = 0;
             if (n < max) {
-                if (timeout_us != 0) in.sock->conn->spin_policy().record(wait::now_us() - start);
+                if (timeout_us != 0 && in.sock->conn->spin_policy().learns())
+                    in.sock->conn->spin_policy().record(wait::now_us() - start);
                 out[n].events = ev;
                 out[n].data = in.data;
                 ++n;
@@ -349,6 +350,8 @@ struct EpollWait {
         return n;
     }
     bool peek() { return scan(0, false) > 0; }
+    // Ready interests learn as scan() reports them; only a timeout is learned here.
+    bool learns() { return false; }
     // The longest learned spin among the hot interests.
     uint32_t spin_budget_us() {
         uint32_t b = 0;

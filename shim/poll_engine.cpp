@@ -84,6 +84,11 @@ struct PollWait {
         for (auto& e : t) b = std::max(b, e.sock->conn->spin_policy().budget_us());
         return b;
     }
+    bool learns() {
+        for (auto& e : t)
+            if (e.sock->conn->spin_policy().learns()) return true;
+        return false;
+    }
     wait::Armed arm() {
         wait::Armed a;
         for (auto& e : t) {

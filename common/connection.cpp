@@ -242,9 +242,11 @@ bool Connection::progress() {
 // other thread can consume the message it is waiting for; the poll is short so
 // the others get their turn.
 bool Connection::settle(int flags, bool for_write) {
+    // Settled already (every call after the handshake): no lock, no clock.
+    if (const Phase ph = phase(); ph == Phase::upgraded || ph == Phase::plain || ph == Phase::failed) return true;
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const int64_t timeout = timeout_for(for_write);
-    const int64_t start = now_us();
+    const int64_t start = timeout > 0 ? now_us() : 0;
     for (;;) {
         std::lock_guard<std::mutex> lk(handshake_mu_);
         while (progress_locked(for_write)) {}

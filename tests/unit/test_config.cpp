@@ -16,6 +16,25 @@ Config parse(std::map<std::string, std::string> env, std::vector<std::string>& e
         },
         errors);
 }
+
+struct BadVar {
+    const char* var;
+    const char* value;
+};
+
+// Each bad assignment alone: exactly one message naming the variable, and
+// `kept_defaults` holds for the resulting configuration.
+template <size_t N, class Check>
+void expect_each_rejected(const BadVar (&cases)[N], Check kept_defaults) {
+    for (auto& k : cases) {
+        std::vector<std::string> errs;
+        Config bad = parse({{k.var, k.value}}, errs);
+        INFO(k.var << "=" << k.value);
+        REQUIRE(errs.size() == 1);
+        CHECK_THAT(errs[0], Catch::Contains(k.var));
+        kept_defaults(bad);
+    }
+}
 }  // namespace
 
 TEST_CASE("defaults with an empty environment") {
@@ -71,24 +90,16 @@ TEST_CASE("RDMA device, GID index and peer rules") {
     CHECK(c.gid_index == 3);
     CHECK(c.peers.size() == 2);
     CHECK(parse({}, errors).gid_index == -1);
-    struct Case {
-        const char* var;
-        const char* value;
-    } cases[] = {{"RDMASOCK_DEVICE", ""},          {"RDMASOCK_DEVICE", "../../etc/passwd"},
-                 {"RDMASOCK_GID_INDEX", "256"},    {"RDMASOCK_GID_INDEX", "-1"},
-                 {"RDMASOCK_GID_INDEX", "1K"},     {"RDMASOCK_PEERS", "10.0.0.0/33"},
-                 {"RDMASOCK_PEERS", "not-an-ip"},  {"RDMASOCK_PEERS", "10.0.0.1,,10.0.0.2"},
-                 {"RDMASOCK_PEERS", "10.0.0.0/"}};
-    for (auto& k : cases) {
-        std::vector<std::string> errs;
-        Config bad = parse({{k.var, k.value}}, errs);
-        INFO(k.var << "=" << k.value);
-        REQUIRE(errs.size() == 1);
-        CHECK_THAT(errs[0], Catch::Contains(k.var));
+    const BadVar cases[] = {{"RDMASOCK_DEVICE", ""},          {"RDMASOCK_DEVICE", "../../etc/passwd"},
+                            {"RDMASOCK_GID_INDEX", "256"},    {"RDMASOCK_GID_INDEX", "-1"},
+                            {"RDMASOCK_GID_INDEX", "1K"},     {"RDMASOCK_PEERS", "10.0.0.0/33"},
+                            {"RDMASOCK_PEERS", "not-an-ip"},  {"RDMASOCK_PEERS", "10.0.0.1,,10.0.0.2"},
+                            {"RDMASOCK_PEERS", "10.0.0.0/"}};
+    expect_each_rejected(cases, [](const Config& bad) {
         CHECK(bad.rdma_device.empty());
         CHECK(bad.gid_index == -1);
         CHECK(bad.peers.empty());
-    }
+    });
 }
 
 TEST_CASE("RDMA send-queue discipline knobs") {
@@ -100,20 +111,12 @@ TEST_CASE("RDMA send-queue discipline knobs") {
     CHECK(errors.empty());
     CHECK(c.rdma_signal_every == 1);
     CHECK_FALSE(c.rdma_inline);
-    struct Case {
-        const char* var;
-        const char* value;
-    } cases[] = {{"RDMASOCK_RDMA_SIGNAL_EVERY", "0"},    {"RDMASOCK_RDMA_SIGNAL_EVERY", "1025"},
-                 {"RDMASOCK_RDMA_SIGNAL_EVERY", "1K"},   {"RDMASOCK_RDMA_SIGNAL_EVERY", "-3"},
-                 {"RDMASOCK_RDMA_SIGNAL_EVERY", ""},     {"RDMASOCK_RDMA_INLINE", "maybe"},
-                 {"RDMASOCK_RDMA_INLINE", ""}};
-    for (auto& k : cases) {
-        std::vector<std::string> errs;
-        Config bad = parse({{k.var, k.value}}, errs);
-        INFO(k.var << "=" << k.value);
-        REQUIRE(errs.size() == 1);
-        CHECK_THAT(errs[0], Catch::Contains(k.var));
+    const BadVar cases[] = {{"RDMASOCK_RDMA_SIGNAL_EVERY", "0"},  {"RDMASOCK_RDMA_SIGNAL_EVERY", "1025"},
+                            {"RDMASOCK_RDMA_SIGNAL_EVERY", "1K"}, {"RDMASOCK_RDMA_SIGNAL_EVERY", "-3"},
+                            {"RDMASOCK_RDMA_SIGNAL_EVERY", ""},   {"RDMASOCK_RDMA_INLINE", "maybe"},
+                            {"RDMASOCK_RDMA_INLINE", ""}};
+    expect_each_rejected(cases, [](const Config& bad) {
         CHECK(bad.rdma_signal_every == 64);
         CHECK(bad.rdma_inline);
-    }
+    });
 }

@@ -223,9 +223,15 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
     // In band, between our marker and the peer's, a write would only wait.
     const bool tx_waits = marker_out() && !tx_back();
-    if (out_left && (closed || reset || (!tx_waits && (transport_->writer().writable() || fin_peer_gone())))) r |= out_left;
+    // Shut for writing: writable, the write fails with EPIPE (as tcp_poll says).
+    if (out_left && (closed || reset || shut_wr_ || (!tx_waits && (transport_->writer().writable() || fin_peer_gone()))))
+        r |= out_left;
     if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
+    // Both directions shut (ours for reading, or the peer's FIN; ours for
+    // writing): POLLHUP, which TCP reports whether asked for or not.
+    if (shut_wr_ && (shut_rd_ || closed || st == ring::RingStatus::eof || transport_->reader().fin_landed()))
+        r |= POLLHUP;
     return r;
 }
 

@@ -57,4 +57,23 @@ def fill():
         total += c.send(b"w" * 65536)
 blocked("send on full, SHUT_WR", fill, lambda: c.shutdown(socket.SHUT_WR))
 c.close(); s.close()
+# A thread asleep in epoll_wait on the socket; another shuts it for reading
+# (the events, not the fd numbers: the shim has descriptors of its own).
+import select
+for how, name in ((socket.SHUT_RD, "SHUT_RD"), (socket.SHUT_RDWR, "SHUT_RDWR")):
+    c, s = pair()
+    ep = select.epoll()
+    ep.register(c.fileno(), select.EPOLLIN | select.EPOLLRDHUP)
+    blocked("epoll_wait, " + name, lambda: [e for _, e in ep.poll(30)], lambda: c.shutdown(how))
+    ep.close(); c.close(); s.close()
+# Not a wake-up: what poll() says once both directions are shut, by the peer's
+# FIN (seen as EOF first) and by our SHUT_WR: POLLHUP besides the rest.
+c, s = pair()
+s.close()
+print("%-28s %r" % ("eof, then recv", c.recv(100)))
+c.shutdown(socket.SHUT_WR)
+p = select.poll()
+p.register(c.fileno(), select.POLLIN | select.POLLOUT | select.POLLRDHUP)
+print("%-28s %r" % ("poll after eof + SHUT_WR", [e for _, e in p.poll(0)]))
+c.close()
 print("done")

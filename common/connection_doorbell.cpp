@@ -196,6 +196,8 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             r |= p.revents;
             if (out && !kout && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
             if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in);
+            // Our SHUT_WR went into the ring, not the kernel: its POLLHUP is ours to add.
+            if (shut_wr_ && (shut_rd_ || peer_closed_.load() || peer_fin_.load())) r |= POLLHUP;
             return r;
         }
     }

@@ -5,6 +5,11 @@
 //   pingpong_rdma [pingpong options] [--modes LIST] [--dev D] [--gid N] [--ring BYTES]
 //                 [--inline-wanted BYTES] [--crossover 1]
 //   pingpong_rdma serve PORT SIZE | connect HOST PORT [opts]   (as in pingpong)
+//   pingpong_rdma ring-echo PORT [--dev D] [--gid N] [--ring BYTES] [--inline-wanted BYTES]
+//                 the echo end of rdma-footer / rdma-footer-inline on another host: serves
+//                 one run per connection until killed; the client names it with
+//                 --echo HOST:PORT (those two modes only; then only the client's CPU
+//                 is counted)
 //
 // Modes (--host: the address of the RDMA netdev, default $RDMA_VM_ADDR):
 //   tcp                 kernel TCP to --host (the baseline)
@@ -121,10 +126,35 @@ struct RingEnd {
     }
 };
 
+// The echo end of one ring run over the bootstrap connection `c`.
+void echo_ring(int c, size_t size, size_t total, const RdmaOptions& r, bool use_inline) {
+    RingEnd peer;
+    peer.open(c, r, use_inline);
+    std::vector<uint8_t> b(size);
+    for (size_t i = 0; i < total; ++i) {
+        read_all(*peer.t, b.data(), size);
+        write_all(*peer.t, b.data(), size);
+    }
+    peer.t->flush(1000);
+    sync(c);  // the client is done: tear down
+    peer.close_down();
+}
+
+// What a ring-echo on another host needs to know about a run (sent first).
+struct RingRunHeader {
+    uint64_t size = 0, total = 0;
+    uint8_t use_inline = 0;
+    uint8_t pad[7] = {};
+};
+
+// An echo on another host (`ring-echo`): "" for the local forked echo.
+std::string g_echo_at;
+
 Summary run_ring(const std::string& mode, size_t size, size_t iters, size_t warmup, const std::string& host,
                  const RdmaOptions& r, bool use_inline) {
+    const bool remote = !g_echo_at.empty();
     uint16_t port = 0;
-    int l = tcp_listen(0, &port);
+    int l = remote ? -1 : tcp_listen(0, &port);
     const size_t total = iters + warmup;
     RingEnd me;
     int s = -1;
@@ -132,22 +162,21 @@ Summary run_ring(const std::string& mode, size_t size, size_t iters, size_t warm
     size_t n = 0;
     PairRun p;
     p.echo = [&] {
+        if (remote) return;  // the other host echoes
         close(l);
-        int c = tcp_connect(host, port);
-        RingEnd peer;
-        peer.open(c, r, use_inline);
-        std::vector<uint8_t> b(size);
-        for (size_t i = 0; i < total; ++i) {
-            read_all(*peer.t, b.data(), size);
-            write_all(*peer.t, b.data(), size);
-        }
-        peer.t->flush(1000);
-        sync(c);  // the client is done: tear down
-        peer.close_down();
+        echo_ring(tcp_connect(host, port), size, total, r, use_inline);
     };
     p.setup = [&] {
-        s = tcp_accept(l);
-        close(l);
+        if (remote) {
+            const auto colon = g_echo_at.rfind(':');
+            s = tcp_connect(g_echo_at.substr(0, colon), static_cast<uint16_t>(std::stoi(g_echo_at.substr(colon + 1))));
+            RingRunHeader h;
+            h.size = size, h.total = total, h.use_inline = use_inline;
+            full_write(s, &h, sizeof h);
+        } else {
+            s = tcp_accept(l);
+            close(l);
+        }
         me.open(s, r, use_inline);
         if (use_inline) g_max_inline = me.t->max_inline();
     };
@@ -302,10 +331,32 @@ void print_crossover(const std::vector<Summary>& rows) {
 
 }  // namespace
 
+// `ring-echo PORT`: one ring run per connection, forever (until killed).
+int ring_echo_main(int argc, char** argv, const RdmaOptions& r) {
+    const std::string port = argc >= 3 ? argv[2] : "";
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+        die_msg("usage: ring-echo PORT [--dev D] [--gid N] [--ring BYTES] [--inline-wanted BYTES]");
+    int l = tcp_listen(static_cast<uint16_t>(std::stoi(port)), nullptr);
+    for (;;) {
+        int c = tcp_accept(l);
+        RingRunHeader h;
+        if (!full_read(c, &h, sizeof h) || h.size == 0 || h.size > (64u << 20)) {
+            close(c);
+            continue;
+        }
+        std::fprintf(stderr, "ring-echo: %llu messages of %llu B%s\n", static_cast<unsigned long long>(h.total),
+                     static_cast<unsigned long long>(h.size), h.use_inline ? ", inline" : "");
+        echo_ring(c, h.size, h.total, r, h.use_inline != 0);
+        close(c);
+    }
+}
+
 int main(int argc, char** argv) {
     if (argc >= 2 && std::string(argv[1]) == "serve") return serve_main(argc, argv);
     if (argc >= 2 && std::string(argv[1]) == "connect") return connect_main(argc, argv);
-    Options o = parse_options(argc, argv, 1, {"--dev", "--gid", "--ring", "--inline-wanted", "--crossover"});
+    const bool echo_only = argc >= 2 && std::string(argv[1]) == "ring-echo";
+    Options o = parse_options(argc, argv, echo_only ? 3 : 1,
+                              {"--dev", "--gid", "--ring", "--inline-wanted", "--crossover", "--echo"});
     RdmaOptions r;
     const char* vm_addr = getenv("RDMA_VM_ADDR");
     if (o.host == "127.0.0.1" && vm_addr) o.host = vm_addr;
@@ -318,6 +369,14 @@ int main(int argc, char** argv) {
         die_msg("bad --gid, --ring or --inline-wanted");
     }
     if (!ring::valid_capacity(r.ring)) die_msg("--ring must be a power of two from 1K to 1G");
+    if (echo_only) return ring_echo_main(argc, argv, r);
+    g_echo_at = extra_option(o, "--echo", "");
+    if (!g_echo_at.empty()) {
+        const auto colon = g_echo_at.rfind(':');
+        if (colon == std::string::npos || colon == 0 ||
+            g_echo_at.find_first_not_of("0123456789", colon + 1) != std::string::npos || colon + 1 == g_echo_at.size())
+            die_msg("--echo wants HOST:PORT (the ring-echo of another host; used by rdma-footer and rdma-footer-inline)");
+    }
     if (o.modes.empty()) o.modes = "tcp,rsocket,rdma-basic,rdma-footer,rdma-footer-inline";
     auto modes = split_modes(o.modes);
     const std::string self = self_path();

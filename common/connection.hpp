@@ -265,10 +265,6 @@ private:
     ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
     void ring_doorbell();
     bool transport_failed();
-    // Doorbells are single bytes on the TCP stream (transports without a
-    // wake_fd; none of today's): 1 = "I wrote / I freed space"; kAbortByte =
-    // a reset. No shim sends kAbortByte any more (reset_both sends a TCP RST).
-    static constexpr char kAbortByte = static_cast<char>(0xEE);
     // A borrowed "may the call go on" predicate: no allocation, one indirect call.
     struct ReadyRef {
         bool (*fn)(const void*);

@@ -3,8 +3,6 @@
 // what one connection looks at: its ring, its TCP socket, its eventfd.
 #include "connection_detail.hpp"
 
-#include <cstring>
-
 #include "log.hpp"
 #include "signal_restart.hpp"
 #include "wait_engine.hpp"
@@ -17,13 +15,9 @@ using namespace detail;
 
 void Connection::ring_doorbell() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!transport_->take_peer_reader_waiting()) return;
-    if (transport_->wake_fd() >= 0) return transport_->ring_peer();
-    char b = 1;
-    if (ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-        RS_LOG(debug, "fd %d: doorbell failed: %s", fd_, strerror(errno));
-        peer_reset_.store(true);
-    }
+    // Every transport has a doorbell of its own (an eventfd, a WRITE WITH
+    // IMMEDIATE): after the switch, bytes on the TCP stream are data only.
+    if (transport_->take_peer_reader_waiting()) transport_->ring_peer();
 }
 
 void Connection::wake_local() {
@@ -50,36 +44,9 @@ void Connection::disarm_side(bool reader) {
     }
 }
 
-// Takes the doorbells that woke us: the eventfd (side-channel transports), or
-// doorbell bytes on the TCP stream (RDMA), noting the peer's FIN or abort.
-void Connection::drain_locked(bool look_tcp) {
-    if (transport_->wake_fd() >= 0) return drain_side_channel_locked(look_tcp);
-    char buf[256];
-    for (;;) {
-        ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0) {
-            if (std::memchr(buf, kAbortByte, static_cast<size_t>(n))) {
-                RS_LOG(debug, "fd %d: the peer reports its transport failed", fd_);
-                peer_reset_.store(true);
-            }
-            // A short read emptied the socket: skip the recv that would only say
-            // EAGAIN (one syscall per wake-up). Bytes or a FIN arriving later make
-            // the fd readable again, and the next sleep drains them.
-            if (static_cast<size_t>(n) < sizeof buf) return;
-            continue;
-        }
-        if (n == 0) {
-            RS_LOG(debug, "fd %d: peer closed its socket", fd_);
-            peer_closed_.store(true);
-        } else if (errno == EINTR) {
-            continue;
-        } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            RS_LOG(debug, "fd %d: doorbell stream error: %s", fd_, strerror(errno));
-            peer_reset_.store(true);
-        }
-        return;
-    }
-}
+// Takes the doorbells that woke us (the eventfd, or the completion channel's
+// event) and notes the peer's FIN (connection_side_channel.cpp).
+void Connection::drain_locked(bool look_tcp) { drain_side_channel_locked(look_tcp); }
 
 bool Connection::drain_if_free() {
     if (!try_own_drain()) return false;
@@ -110,7 +77,7 @@ struct Connection::Sleeper {
     bool changed() { return ready(); }
     int sleep(int64_t timeout_us) {
         int ms = timeout_us < 0 ? -1 : static_cast<int>((timeout_us + 999) / 1000);
-        // The TCP socket (doorbell bytes, the peer's bytes before its switch, its
+        // The TCP socket (the peer's bytes before its switch, its
         // FIN or RST) and the transport's eventfd, if it has one.
         pollfd p[3] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}, {c.transport_->self_wake_fd(), POLLIN, 0}};
         if (p[1].fd >= 0) {

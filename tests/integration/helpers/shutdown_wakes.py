@@ -76,4 +76,17 @@ p = select.poll()
 p.register(c.fileno(), select.POLLIN | select.POLLOUT | select.POLLRDHUP)
 print("%-28s %r" % ("poll after eof + SHUT_WR", [e for _, e in p.poll(0)]))
 c.close()
+
+# The same under edge-triggered epoll: both directions shut is one edge,
+# reported once, not at every wait after it.
+c, s = pair()
+ep = select.epoll()
+ep.register(c.fileno(), select.EPOLLIN | select.EPOLLOUT | select.EPOLLRDHUP | select.EPOLLET)
+ep.poll(1)
+s.close()
+c.recv(100)
+c.shutdown(socket.SHUT_WR)
+print("%-28s %r" % ("epoll ET, eof + SHUT_WR", [e for _, e in ep.poll(1)]))
+print("%-28s %r" % ("epoll ET, the next wait", [e for _, e in ep.poll(0.2)]))
+ep.close(); c.close()
 print("done")

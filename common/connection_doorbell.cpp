@@ -132,7 +132,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             *kernel_events = wanted;
             return p.revents;
         }
-        case Phase::failed: return static_cast<short>(POLLERR | POLLHUP | in | out);
+        case Phase::failed: return static_cast<short>(POLLERR | POLLHUP | in | out | (wanted & POLLRDHUP));
         case Phase::upgraded: break;
         case Phase::undecided:
             if (role_ == Role::client) {
@@ -162,7 +162,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             ops_.poll(&p, 1, 0);
             r |= p.revents;
             if (out && !kout && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
-            if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in);
+            if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in | (wanted & POLLRDHUP));
             // Our SHUT_WR went into the ring, not the kernel: its POLLHUP is ours to add.
             if (shut_wr_ && (shut_rd_ || peer_closed_.load() || peer_fin_.load())) r |= POLLHUP;
             return r;
@@ -195,7 +195,8 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     // Shut for writing: writable, the write fails with EPIPE (as tcp_poll says).
     if (out_left && (closed || reset || shut_wr_ || (!tx_waits && (transport_->writer().writable() || fin_peer_gone()))))
         r |= out_left;
-    if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in);
+    // A reset shuts both directions (tcp_reset): RDHUP too.
+    if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in | (wanted & POLLRDHUP));
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
     // Both directions shut (ours for reading, or the peer's FIN; ours for
     // writing): POLLHUP, which TCP reports whether asked for or not.

@@ -304,8 +304,9 @@ uint64_t Connection::arrivals() {
         return tcp_rx_.load() + q + (fin ? 1 : 0);
     }
     ring::RingReader& rd = transport_->reader();
-    // The FIN record is never consumed and peer_closed_ never clears: +1 once, for good.
-    const bool ended = rd.fin_landed() || peer_closed_.load();
+    // The FIN record is never consumed and peer_closed_ never clears: +1 once, for
+    // good. A reset is that end too (it may be seen before the socket's EOF is).
+    const bool ended = rd.fin_landed() || peer_closed_.load() || peer_reset_.load();
     return tcp_rx_.load() + rx_bytes_ + rd.readable_bytes() + (ended ? 1 : 0);
 }
 

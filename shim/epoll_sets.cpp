@@ -32,7 +32,7 @@ struct Interest {
     uint64_t landed_at_report = ~0ull;  // EPOLLET: data that had arrived when we last reported EPOLLIN
     bool out_reported = false;           // EPOLLET: EPOLLOUT reported since it was last false
     uint64_t full_at_report = 0;         // EPOLLET: send_full_count() when EPOLLOUT was reported
-    bool hup_reported = false;           // EPOLLET: both directions shut is one edge, not one per wait
+    uint32_t ended_reported = 0;         // EPOLLET: EPOLLHUP/EPOLLERR reported (each one edge, not one per wait)
     int wake_fd = -1;                    // the transport's eventfd, registered in the kernel set
     // Hot and cold (epoll_sets.hpp).
     int fd = -1;
@@ -137,15 +137,15 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         uint64_t full = c.send_full_count();
         bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
-        bool hup_edge = (ev & EPOLLHUP) && !in.hup_reported;
-        if (!in_edge && !out_edge && !hup_edge && !(ev & EPOLLERR)) return 0;
+        bool end_edge = (ev & (EPOLLHUP | EPOLLERR) & ~in.ended_reported) != 0;
+        if (!in_edge && !out_edge && !end_edge) return 0;
         // Like Linux, an edge reports the full current mask (new data on a writable
         // socket is EPOLLIN|EPOLLOUT); what it reported is what the next edge is
         // measured against.
         if (commit) {
             if (ev & EPOLLIN) in.landed_at_report = landed;
             if (ev & EPOLLOUT) in.out_reported = true, in.full_at_report = full;
-            if (ev & EPOLLHUP) in.hup_reported = true;
+            in.ended_reported |= ev & (EPOLLHUP | EPOLLERR);
         }
     }
     if (commit && (in.events & EPOLLONESHOT)) in.disabled = true;

@@ -89,4 +89,19 @@ c.shutdown(socket.SHUT_WR)
 print("%-28s %r" % ("epoll ET, eof + SHUT_WR", [e for _, e in ep.poll(1)]))
 print("%-28s %r" % ("epoll ET, the next wait", [e for _, e in ep.poll(0.2)]))
 ep.close(); c.close()
+
+# And when the peer resets the connection (it closes with our bytes unread and
+# SO_LINGER 0): one edge with everything a reset sets, then nothing.
+import struct
+c, s = pair()
+ep = select.epoll()
+ep.register(c.fileno(), select.EPOLLIN | select.EPOLLOUT | select.EPOLLRDHUP | select.EPOLLET)
+ep.poll(1)
+c.sendall(b"x" * 10)
+time.sleep(0.2)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()
+print("%-28s %r" % ("epoll ET, peer reset", [e for _, e in ep.poll(1)]))
+print("%-28s %r" % ("epoll ET, the next wait", [e for _, e in ep.poll(0.2)]))
+ep.close(); c.close()
 print("done")

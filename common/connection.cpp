@@ -230,7 +230,7 @@ bool Connection::progress_locked(bool app_wants_to_write) {
 
 bool Connection::progress() {
     Phase ph = phase();
-    if (ph == Phase::plain || ph == Phase::upgraded || ph == Phase::failed) return false;
+    if (settled(ph)) return false;
     std::lock_guard<std::mutex> lk(handshake_mu_);
     if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)
         return progress_rendezvous(false);  // a readiness query does no I/O
@@ -243,7 +243,7 @@ bool Connection::progress() {
 // the others get their turn.
 bool Connection::settle(int flags, bool for_write) {
     // Settled already (every call after the handshake): no lock, no clock.
-    if (const Phase ph = phase(); ph == Phase::upgraded || ph == Phase::plain || ph == Phase::failed) return true;
+    if (settled(phase())) return true;
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const int64_t timeout = timeout_for(for_write);
     const int64_t start = timeout > 0 ? now_us() : 0;
@@ -251,7 +251,7 @@ bool Connection::settle(int flags, bool for_write) {
         std::lock_guard<std::mutex> lk(handshake_mu_);
         while (progress_locked(for_write)) {}
         Phase ph = phase();
-        if (ph == Phase::upgraded || ph == Phase::plain || ph == Phase::failed) return true;
+        if (settled(ph)) return true;
         if (for_write && ph == Phase::strip_hello) return true;
         // The side-channel rendezvous never holds an application call back.
         if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)

@@ -260,7 +260,6 @@ private:
     // or we have not yet read up to its switch offset).
     bool rx_on_tcp();
     bool tcp_readable();
-    void drain_side_channel_locked(bool look_tcp = true);
     ssize_t ring_send(const iovec* iov, int iovcnt, int flags);
     ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
     void ring_doorbell();

@@ -100,5 +100,7 @@ inline bool send_all_ours(const SocketOps& ops, int fd, const void* data, size_t
 
 // Phases in which this side holds rings (and an eventfd on the side-channel path).
 inline bool has_rings(Phase p) { return p == Phase::upgraded || p == Phase::rv_accepted; }
+// The handshake is over, one way or the other: nothing left to progress.
+inline bool settled(Phase p) { return p == Phase::upgraded || p == Phase::plain || p == Phase::failed; }
 
 }  // namespace rdmasock::detail

@@ -45,8 +45,48 @@ void Connection::disarm_side(bool reader) {
 }
 
 // Takes the doorbells that woke us (the eventfd, or the completion channel's
-// event) and notes the peer's FIN (connection_side_channel.cpp).
-void Connection::drain_locked(bool look_tcp) { drain_side_channel_locked(look_tcp); }
+// event) and notes the peer's FIN.
+void Connection::drain_locked(bool look_tcp) {
+    transport_->drain_wake();
+    if (peer_closed_.load()) return;
+    // The kernel wait saw the socket quiet: a FIN or byte arriving since makes it
+    // readable, and the next wait sees that.
+    if (!look_tcp && !rx_on_tcp()) return;
+    if (rx_on_tcp()) {
+        // The peer's bytes before its switch are still there: look, do not take.
+        // A FIN tells a writer that nobody may read its ring any more.
+        pollfd p{fd_, POLLRDHUP, 0};
+        if (ops_.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) peer_fin_.store(true);
+        return;
+    }
+    char b;
+    ssize_t n = ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) {
+        RS_LOG(debug, "fd %d: peer closed its socket", fd_);
+        peer_closed_.store(true);
+        if (in_band()) {
+            // Our marker will get no answer: what landed in our ring is the
+            // peer's last data, read on from where our reader stopped.
+            uint32_t asked = RingControl::asked;
+            transport_->rx_control()->back_state.compare_exchange_strong(asked, RingControl::ring);
+        }
+    } else if (n > 0 && rx_back()) {
+        // The peer took its direction back to TCP between our two looks.
+    } else if (n > 0 && in_band() && static_cast<uint8_t>(b) == back_marker::kFirstByte) {
+        read_marker();  // the peer starts the way back (connection_downgrade_inband.cpp)
+    } else if (n > 0) {
+        // Nothing of ours: a path around the shim wrote it, and no order with
+        // the ring's bytes can be established. Never dropped, never read out of order.
+        reset_both("bytes on the TCP stream after the switch to the ring (written around the shim)");
+    } else if (errno == ECONNRESET) {
+        // The peer's RST (SO_LINGER 0, or unread data at its close): ECONNRESET
+        // for our reader, not EOF, as TCP reports it.
+        peer_reset_.store(true);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        peer_reset_.store(true);
+        peer_closed_.store(true);
+    }
+}
 
 bool Connection::drain_if_free() {
     if (!try_own_drain()) return false;
@@ -120,6 +160,11 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     *kernel_events = 0;
     const short in = wanted & (POLLIN | POLLRDNORM);
     const short out = wanted & (POLLOUT | POLLWRNORM);
+    // A reset shuts both directions (tcp_reset): everything reads, RDHUP too.
+    const short reset_events = static_cast<short>(POLLERR | POLLHUP | in | (wanted & POLLRDHUP));
+    // Both directions shut (ours for writing; ours for reading or the peer's
+    // end): POLLHUP, which TCP reports whether asked for or not.
+    auto both_shut = [&](bool peer_ended) { return shut_wr_ && (shut_rd_ || peer_ended); };
     switch (phase()) {
         case Phase::plain:
         case Phase::rv_listen:
@@ -132,7 +177,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             *kernel_events = wanted;
             return p.revents;
         }
-        case Phase::failed: return static_cast<short>(POLLERR | POLLHUP | in | out | (wanted & POLLRDHUP));
+        case Phase::failed: return static_cast<short>(reset_events | out);
         case Phase::upgraded: break;
         case Phase::undecided:
             if (role_ == Role::client) {
@@ -162,9 +207,9 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             ops_.poll(&p, 1, 0);
             r |= p.revents;
             if (out && !kout && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
-            if (peer_reset_.load()) r |= static_cast<short>(POLLERR | POLLHUP | in | (wanted & POLLRDHUP));
+            if (peer_reset_.load()) r |= reset_events;
             // Our SHUT_WR went into the ring, not the kernel: its POLLHUP is ours to add.
-            if (shut_wr_ && (shut_rd_ || peer_closed_.load() || peer_fin_.load())) r |= POLLHUP;
+            if (both_shut(peer_closed_.load() || peer_fin_.load())) r |= POLLHUP;
             return r;
         }
     }
@@ -195,13 +240,9 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     // Shut for writing: writable, the write fails with EPIPE (as tcp_poll says).
     if (out_left && (closed || reset || shut_wr_ || (!tx_waits && (transport_->writer().writable() || fin_peer_gone()))))
         r |= out_left;
-    // A reset shuts both directions (tcp_reset): RDHUP too.
-    if (reset) r |= static_cast<short>(POLLERR | POLLHUP | in | (wanted & POLLRDHUP));
+    if (reset) r |= reset_events;
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
-    // Both directions shut (ours for reading, or the peer's FIN; ours for
-    // writing): POLLHUP, which TCP reports whether asked for or not.
-    if (shut_wr_ && (shut_rd_ || closed || st == ring::RingStatus::eof || transport_->reader().fin_landed()))
-        r |= POLLHUP;
+    if (both_shut(closed || st == ring::RingStatus::eof || transport_->reader().fin_landed())) r |= POLLHUP;
     return r;
 }
 

@@ -213,46 +213,4 @@ bool Connection::fin_peer_gone() {
 
 bool Connection::reader_gone() { return peer_closed_.load() || fin_peer_gone(); }
 
-void Connection::drain_side_channel_locked(bool look_tcp) {
-    transport_->drain_wake();
-    if (peer_closed_.load()) return;
-    // The kernel wait saw the socket quiet: a FIN or byte arriving since makes it
-    // readable, and the next wait sees that.
-    if (!look_tcp && !rx_on_tcp()) return;
-    if (rx_on_tcp()) {
-        // The peer's bytes before its switch are still there: look, do not take.
-        // A FIN tells a writer that nobody may read its ring any more.
-        pollfd p{fd_, POLLRDHUP, 0};
-        if (ops_.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) peer_fin_.store(true);
-        return;
-    }
-    char b;
-    ssize_t n = ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) {
-        RS_LOG(debug, "fd %d: peer closed its socket", fd_);
-        peer_closed_.store(true);
-        if (in_band()) {
-            // Our marker will get no answer: what landed in our ring is the
-            // peer's last data, read on from where our reader stopped.
-            uint32_t asked = RingControl::asked;
-            transport_->rx_control()->back_state.compare_exchange_strong(asked, RingControl::ring);
-        }
-    } else if (n > 0 && rx_back()) {
-        // The peer took its direction back to TCP between our two looks.
-    } else if (n > 0 && in_band() && static_cast<uint8_t>(b) == back_marker::kFirstByte) {
-        read_marker();  // the peer starts the way back (connection_downgrade_inband.cpp)
-    } else if (n > 0) {
-        // Nothing of ours: a path around the shim wrote it, and no order with
-        // the ring's bytes can be established. Never dropped, never read out of order.
-        reset_both("bytes on the TCP stream after the switch to the ring (written around the shim)");
-    } else if (errno == ECONNRESET) {
-        // The peer's RST (SO_LINGER 0, or unread data at its close): ECONNRESET
-        // for our reader, not EOF, as TCP reports it.
-        peer_reset_.store(true);
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        peer_reset_.store(true);
-        peer_closed_.store(true);
-    }
-}
-
 }  // namespace rdmasock

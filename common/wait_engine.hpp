@@ -102,11 +102,9 @@ int run(Hooks& h, int64_t timeout_us) {
                 return 0;
             }
         }
-        if (budget > 0 && (first || now_us() < spin_end) && spin_until(h, spin_end, true)) {
-            first = false;
-            continue;
-        }
+        const bool spin = budget > 0 && (first || now_us() < spin_end);
         first = false;
+        if (spin && spin_until(h, spin_end, true)) continue;
 
         Armed a = h.arm();
         std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -53,9 +53,13 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
     uint32_t offers = 0;
     bool look_again = false;           // same host, no listener published yet: look after connect too
     const uint16_t port = registry::port_of(addr, len);
+    const Config& cfg = shim::config();
+    // In band: rdma only (same host goes over the side channel only).
+    auto in_band_offers = [&](bool published_here, bool configured_peer) {
+        return client_offers(cfg.transport, published_here, configured_peer) & ~handshake::kOfferShm;
+    };
     std::shared_ptr<Connection> side;  // same host: the side-channel rendezvous
     if (s && !s->conn) {
-        const Config& cfg = shim::config();
         if (cfg.transport != TransportChoice::tcp && port) {
             bool local = registry::same_host(addr, len);
             if (local && (cfg.transport == TransportChoice::automatic || cfg.transport == TransportChoice::shm)) {
@@ -65,8 +69,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
             } else {
                 // Fault registry-miss: the first look misses (a listener that publishes just after it).
                 bool here = local && cfg.fault != "registry-miss" && registry::is_published(port);
-                offers = client_offers(cfg.transport, here, !here && peer_matches(cfg.peers, addr, len));
-                offers &= ~handshake::kOfferShm;  // same host goes over the side channel only
+                offers = in_band_offers(here, !here && peer_matches(cfg.peers, addr, len));
                 look_again = local && !here;
             }
         }
@@ -81,8 +84,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
         } else {
             // A listener that was starting: it published (before listening) after our
             // look but before our SYN reached it. Nothing was sent yet: offer now.
-            if (look_again && registry::is_published(port))
-                offers = client_offers(shim::config().transport, true, false) & ~handshake::kOfferShm;
+            if (!offers && look_again && registry::is_published(port)) offers = in_band_offers(true, false);
             auto c = new_connection(fd, Role::client, s->nonblocking);
             if (offers) c->set_offer(offers);
             else if (look_again) c->note_not_offered("no shimmed listener published this port on this host");

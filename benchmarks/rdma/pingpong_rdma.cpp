@@ -147,12 +147,23 @@ struct RingRunHeader {
     uint8_t pad[7] = {};
 };
 
-// An echo on another host (`ring-echo`): "" for the local forked echo.
-std::string g_echo_at;
+// A TCP port number, 1 to 65535, in decimal.
+bool parse_port(const std::string& s, uint16_t& port) {
+    if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    const int v = std::stoi(s);
+    if (v < 1 || v > 65535) return false;
+    port = static_cast<uint16_t>(v);
+    return true;
+}
+
+// An echo on another host (`ring-echo`, --echo HOST:PORT): empty host for the
+// local forked echo.
+std::string g_echo_host;
+uint16_t g_echo_port = 0;
 
 Summary run_ring(const std::string& mode, size_t size, size_t iters, size_t warmup, const std::string& host,
                  const RdmaOptions& r, bool use_inline) {
-    const bool remote = !g_echo_at.empty();
+    const bool remote = !g_echo_host.empty();
     uint16_t port = 0;
     int l = remote ? -1 : tcp_listen(0, &port);
     const size_t total = iters + warmup;
@@ -168,8 +179,7 @@ Summary run_ring(const std::string& mode, size_t size, size_t iters, size_t warm
     };
     p.setup = [&] {
         if (remote) {
-            const auto colon = g_echo_at.rfind(':');
-            s = tcp_connect(g_echo_at.substr(0, colon), static_cast<uint16_t>(std::stoi(g_echo_at.substr(colon + 1))));
+            s = tcp_connect(g_echo_host, g_echo_port);
             RingRunHeader h;
             h.size = size, h.total = total, h.use_inline = use_inline;
             full_write(s, &h, sizeof h);
@@ -333,10 +343,10 @@ void print_crossover(const std::vector<Summary>& rows) {
 
 // `ring-echo PORT`: one ring run per connection, forever (until killed).
 int ring_echo_main(int argc, char** argv, const RdmaOptions& r) {
-    const std::string port = argc >= 3 ? argv[2] : "";
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+    uint16_t port = 0;
+    if (argc < 3 || !parse_port(argv[2], port))
         die_msg("usage: ring-echo PORT [--dev D] [--gid N] [--ring BYTES] [--inline-wanted BYTES]");
-    int l = tcp_listen(static_cast<uint16_t>(std::stoi(port)), nullptr);
+    int l = tcp_listen(port, nullptr);
     for (;;) {
         int c = tcp_accept(l);
         RingRunHeader h;
@@ -370,12 +380,11 @@ int main(int argc, char** argv) {
     }
     if (!ring::valid_capacity(r.ring)) die_msg("--ring must be a power of two from 1K to 1G");
     if (echo_only) return ring_echo_main(argc, argv, r);
-    g_echo_at = extra_option(o, "--echo", "");
-    if (!g_echo_at.empty()) {
-        const auto colon = g_echo_at.rfind(':');
-        if (colon == std::string::npos || colon == 0 ||
-            g_echo_at.find_first_not_of("0123456789", colon + 1) != std::string::npos || colon + 1 == g_echo_at.size())
+    if (const std::string echo = extra_option(o, "--echo", ""); !echo.empty()) {
+        const auto colon = echo.rfind(':');
+        if (colon == std::string::npos || colon == 0 || !parse_port(echo.substr(colon + 1), g_echo_port))
             die_msg("--echo wants HOST:PORT (the ring-echo of another host; used by rdma-footer and rdma-footer-inline)");
+        g_echo_host = echo.substr(0, colon);
     }
     if (o.modes.empty()) o.modes = "tcp,rsocket,rdma-basic,rdma-footer,rdma-footer-inline";
     auto modes = split_modes(o.modes);

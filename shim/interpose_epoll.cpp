@@ -3,42 +3,49 @@
 #include <cerrno>
 #include <climits>
 
+#include "errno_keep.hpp"
 #include "epoll_sets.hpp"
 #include "real_calls.hpp"
 
 extern "C" {
 
-int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) { return rdmasock::shim::epoll_ctl_impl(epfd, op, fd, ev); }
+int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
+    rdmasock::shim::ErrnoKept kept;
+    return kept(rdmasock::shim::epoll_ctl_impl(epfd, op, fd, ev));
+}
 
 int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
-    return rdmasock::shim::epoll_wait_impl(epfd, events, max, timeout, nullptr);
+    rdmasock::shim::ErrnoKept kept;
+    return kept(rdmasock::shim::epoll_wait_impl(epfd, events, max, timeout, nullptr));
 }
 
 int epoll_pwait(int epfd, epoll_event* events, int max, int timeout, const sigset_t* mask) {
-    return rdmasock::shim::epoll_wait_impl(epfd, events, max, timeout, mask);
+    rdmasock::shim::ErrnoKept kept;
+    return kept(rdmasock::shim::epoll_wait_impl(epfd, events, max, timeout, mask));
 }
 
 // Sets without shimmed sockets keep the kernel's nanosecond timeout. Emulated
 // sets wait in whole milliseconds, rounded up so a wait never ends early.
 int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* ts, const sigset_t* mask) {
+    rdmasock::shim::ErrnoKept kept;
     const auto& real = rdmasock::real::calls();
     if (!rdmasock::shim::epoll_emulated(epfd)) {
         if (!real.epoll_pwait2) {
             errno = ENOSYS;
-            return -1;
+            return kept(-1);
         }
-        return real.epoll_pwait2(epfd, events, max, ts, mask);
+        return kept(real.epoll_pwait2(epfd, events, max, ts, mask));
     }
     if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)) {
         errno = EINVAL;
-        return -1;
+        return kept(-1);
     }
     int ms = -1;
     if (ts) {
         long long whole = (static_cast<long long>(ts->tv_nsec) + 999999) / 1000000;
         ms = ts->tv_sec >= INT_MAX / 1000 ? INT_MAX : static_cast<int>(std::min<long long>(ts->tv_sec * 1000LL + whole, INT_MAX));
     }
-    return rdmasock::shim::epoll_wait_impl(epfd, events, max, ms, mask);
+    return kept(rdmasock::shim::epoll_wait_impl(epfd, events, max, ms, mask));
 }
 
 }  // extern "C"

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 
+#include "errno_keep.hpp"
 #include "epoll_sets.hpp"
 #include "fd_life.hpp"
 #include "real_calls.hpp"
@@ -34,29 +35,33 @@ void forget_range(unsigned first, unsigned last) {
 extern "C" {
 
 int close(int fd) {
+    shim::ErrnoKept kept;
     if (!in_vfork_child()) forget_fd(fd);
-    return calls().close(fd);
+    return kept(calls().close(fd));
 }
 
 int dup(int fd) { return track_dup(fd, calls().dup(fd)); }
 
 int dup2(int oldfd, int newfd) {
+    shim::ErrnoKept kept;
     if (in_vfork_child()) vfork_child_dup(oldfd);
     before_replace(oldfd, newfd);
-    return track_dup(oldfd, calls().dup2(oldfd, newfd));
+    return kept(track_dup(oldfd, calls().dup2(oldfd, newfd)));
 }
 
 int dup3(int oldfd, int newfd, int flags) {
+    shim::ErrnoKept kept;
     if (in_vfork_child()) vfork_child_dup(oldfd);
     before_replace(oldfd, newfd);
-    return track_dup(oldfd, calls().dup3(oldfd, newfd, flags));
+    return kept(track_dup(oldfd, calls().dup3(oldfd, newfd, flags)));
 }
 
 int close_range(unsigned first, unsigned last, int flags) {
+    shim::ErrnoKept kept;
     // CLOSE_RANGE_CLOEXEC only marks the fds; unknown flags fail with EINVAL.
     if (!(flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) && !(flags & CLOSE_RANGE_CLOEXEC)) forget_range(first, last);
-    if (calls().close_range) return calls().close_range(first, last, flags);
-    return static_cast<int>(syscall(SYS_close_range, first, last, flags));
+    if (calls().close_range) return kept(calls().close_range(first, last, flags));
+    return kept(static_cast<int>(syscall(SYS_close_range, first, last, flags)));
 }
 
 void closefrom(int lowfd) {
@@ -68,13 +73,14 @@ void closefrom(int lowfd) {
 // glibc's fclose closes the fd through an internal call this library never
 // sees: forget the socket here, before its number can be reused.
 int fclose(FILE* fp) {
+    shim::ErrnoKept kept;
     if (fp) {
         int saved = errno;
         int fd = fileno(fp);
         errno = saved;
         if (fd >= 0 && fd_table().contains(fd) && !in_vfork_child()) forget_fd(fd);
     }
-    return calls().fclose(fp);
+    return kept(calls().fclose(fp));
 }
 
 }  // extern "C"

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "errno_keep.hpp"
 #include "fd_table.hpp"
 #include "log.hpp"
 #include "shim_state.hpp"
@@ -246,6 +247,7 @@ FILE* popen(const char* command, const char* type) {
 // when it logs: hand every connection to the kernel while it still can, and
 // write nothing from then on.
 int prctl(int option, ...) {
+    shim::ErrnoKept kept;
     va_list ap;
     va_start(ap, option);
     unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long), a4 = va_arg(ap, unsigned long),
@@ -257,7 +259,7 @@ int prctl(int option, ...) {
         silence_log();
         errno = saved;
     }
-    return static_cast<int>(syscall(SYS_prctl, option, a2, a3, a4, a5));
+    return kept(static_cast<int>(syscall(SYS_prctl, option, a2, a3, a4, a5)));
 }
 
 FILE* fdopen(int fd, const char* mode) {
@@ -267,10 +269,11 @@ FILE* fdopen(int fd, const char* mode) {
 }
 
 ssize_t splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags) {
+    shim::ErrnoKept kept;
     REAL(splice);
     hand_over_fd(fd_in, "splice");
     hand_over_fd(fd_out, "splice");
-    return real_splice(fd_in, off_in, fd_out, off_out, len, flags);
+    return kept(real_splice(fd_in, off_in, fd_out, off_out, len, flags));
 }
 
 }  // extern "C"

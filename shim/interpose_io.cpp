@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "errno_keep.hpp"
 #include "io_path.hpp"
 #include "real_calls.hpp"
 
@@ -100,19 +101,20 @@ ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
 }
 
 ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t n) {
+    shim::ErrnoKept kept;
     Call h;
-    if (!active(out_fd, h)) return count(out_fd, calls().sendfile(out_fd, in_fd, offset, n), true);
+    if (!active(out_fd, h)) return kept(count(out_fd, calls().sendfile(out_fd, in_fd, offset, n), true));
     // The ring is user memory: copy through a buffer, as a read+send would.
     char buf[65536];
     size_t chunk = n < sizeof buf ? n : sizeof buf;
     ssize_t got = offset ? pread(in_fd, buf, chunk, *offset) : calls().read(in_fd, buf, chunk);
-    if (got <= 0) return got;
+    if (got <= 0) return kept(got);
     ssize_t sent = send_one(*h.s, buf, static_cast<size_t>(got), 0);
     if (sent > 0) {
         if (offset) *offset += sent;
         else if (sent < got) lseek(in_fd, sent - got, SEEK_CUR);
     }
-    return sent;
+    return kept(sent);
 }
 
 ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t n) { return sendfile(out_fd, in_fd, offset, n); }

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "errno_keep.hpp"
 #include "io_path.hpp"
 #include "real_calls.hpp"
 
@@ -25,16 +26,17 @@ int64_t now_ns() {
 extern "C" {
 
 int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
+    shim::ErrnoKept kept;
     for (unsigned i = 0; msgs && i < vlen && i < UIO_MAXIOV; ++i)
         if (msgs[i].msg_hdr.msg_controllen) before_passing_fds(&msgs[i].msg_hdr);
     Call h;
     if (!active(fd, h)) {
         int r = calls().sendmmsg(fd, msgs, vlen, flags);
         for (int i = 0; i < r; ++i) count(fd, msgs[i].msg_len, true);
-        return r;
+        return kept(r);
     }
     if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;  // the kernel's cap
-    if (vlen == 0) return 0;
+    if (vlen == 0) return kept(0);
     unsigned done = 0;
     for (; done < vlen; ++done) {
         const msghdr& m = msgs[done].msg_hdr;
@@ -48,23 +50,24 @@ int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
             break;
         }
     }
-    return done > 0 ? static_cast<int>(done) : -1;  // after one sent, a later error is lost
+    return kept(done > 0 ? static_cast<int>(done) : -1);  // after one sent, a later error is lost
 }
 
 int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout) {
+    shim::ErrnoKept kept;
     Call h;
     if (!active(fd, h)) {
         int r = calls().recvmmsg(fd, msgs, vlen, flags, timeout);
         for (int i = 0; i < r; ++i) count(fd, msgs[i].msg_len, false);
-        return r;
+        return kept(r);
     }
     if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L)) {
         errno = EINVAL;
-        return -1;
+        return kept(-1);
     }
     const int64_t end = timeout ? now_ns() + timeout->tv_sec * 1000000000LL + timeout->tv_nsec : 0;
     if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
-    if (vlen == 0) return 0;
+    if (vlen == 0) return kept(0);
     unsigned done = 0;
     int err = 0;
     for (; done < vlen; ++done) {
@@ -92,9 +95,9 @@ int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout)
     }
     if (done == 0) {
         errno = err;
-        return -1;
+        return kept(-1);
     }
-    return static_cast<int>(done);  // a later error (not EAGAIN) the kernel keeps for the next call: not kept
+    return kept(static_cast<int>(done));  // a later error (not EAGAIN) the kernel keeps for the next call: not kept
 }
 
 }  // extern "C"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "errno_keep.hpp"
 #include "poll_engine.hpp"
 #include "real_calls.hpp"
 
@@ -60,7 +61,8 @@ extern "C" {
 
 int poll(pollfd* fds, nfds_t n, int timeout) {
     if (!shim::any_shimmed(fds, n)) return calls().poll(fds, n, timeout);
-    return shim::poll_engine(fds, n, timeout < 0 ? -1 : static_cast<int64_t>(timeout) * 1000, nullptr);
+    shim::ErrnoKept kept;
+    return kept(shim::poll_engine(fds, n, timeout < 0 ? -1 : static_cast<int64_t>(timeout) * 1000, nullptr));
 }
 
 int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
@@ -70,7 +72,8 @@ int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
 
 int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
     if (!shim::any_shimmed(fds, n)) return calls().ppoll(fds, n, ts, mask);
-    return shim::poll_engine(fds, n, to_us(ts), mask);
+    shim::ErrnoKept kept;
+    return kept(shim::poll_engine(fds, n, to_us(ts), mask));
 }
 
 int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask, size_t fdslen) {
@@ -80,6 +83,7 @@ int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask,
 
 int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
     if (!select_has_shimmed(nfds, r, w)) return calls().select(nfds, r, w, x, tv);
+    shim::ErrnoKept kept;
     int64_t us = tv ? static_cast<int64_t>(tv->tv_sec) * 1000000 + tv->tv_usec : -1;
     int64_t start = shim::now_us();
     int rc = select_via_poll(nfds, r, w, x, us, nullptr);
@@ -88,12 +92,13 @@ int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
         tv->tv_sec = left / 1000000;
         tv->tv_usec = left % 1000000;
     }
-    return rc;
+    return kept(rc);
 }
 
 int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x, const timespec* ts, const sigset_t* mask) {
     if (!select_has_shimmed(nfds, r, w)) return calls().pselect(nfds, r, w, x, ts, mask);
-    return select_via_poll(nfds, r, w, x, to_us(ts), mask);
+    shim::ErrnoKept kept;
+    return kept(select_via_poll(nfds, r, w, x, to_us(ts), mask));
 }
 
 }  // extern "C"

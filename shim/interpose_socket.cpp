@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdarg>
 
+#include "errno_keep.hpp"
 #include "log.hpp"
 #include "offer_policy.hpp"
 #include "real_calls.hpp"
@@ -37,16 +38,18 @@ std::shared_ptr<Connection> new_connection(int fd, Role role, bool nonblocking) 
 extern "C" {
 
 int socket(int domain, int type, int protocol) {
+    shim::ErrnoKept kept;
     int fd = calls().socket(domain, type, protocol);
     if (fd >= 0 && is_tcp(domain, type, protocol)) {
         auto s = std::make_shared<Socket>();
         s->nonblocking = type & SOCK_NONBLOCK;
         fd_table().put(fd, std::move(s));
     }
-    return fd;
+    return kept(fd);
 }
 
 int connect(int fd, const sockaddr* addr, socklen_t len) {
+    shim::ErrnoKept kept;
     auto s = fd_table().get(fd);
     // Decide before connecting: a listener may accept and close (unpublishing
     // itself) before connect() even returns here.
@@ -93,7 +96,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
         shim::stat_track(*s, fd, addr, len);
     }
     errno = saved;
-    return r;
+    return kept(r);
 }
 
 // Publishes the same-host registry entry for a listening socket's port.
@@ -107,6 +110,7 @@ static void publish(Socket& s, int fd) {
 }
 
 int listen(int fd, int backlog) {
+    shim::ErrnoKept kept;
     auto s = fd_table().get(fd);
     // Publish before listening when the port is already bound, so no client can
     // connect in between and miss the entry; an unbound socket gets its port here.
@@ -124,7 +128,7 @@ int listen(int fd, int backlog) {
         publish(*s, fd);
         errno = saved;
     }
-    return r;
+    return kept(r);
 }
 
 static int accepted(int listen_fd, int fd, int flags) {
@@ -150,30 +154,36 @@ static int accepted(int listen_fd, int fd, int flags) {
     return fd;
 }
 
-int accept(int fd, sockaddr* addr, socklen_t* len) { return accepted(fd, calls().accept(fd, addr, len), 0); }
+int accept(int fd, sockaddr* addr, socklen_t* len) {
+    shim::ErrnoKept kept;
+    return kept(accepted(fd, calls().accept(fd, addr, len), 0));
+}
 
 int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
-    return accepted(fd, calls().accept4(fd, addr, len, flags), flags);
+    shim::ErrnoKept kept;
+    return kept(accepted(fd, calls().accept4(fd, addr, len, flags), flags));
 }
 
 int shutdown(int fd, int how) {
+    shim::ErrnoKept kept;
     auto s = fd_table().get(fd);
     if (s && s->conn && !s->conn->is_plain()) {
         // Upgraded: the FIN travels in the ring; the kernel socket stays open for doorbells.
-        if (s->conn->phase() == Phase::upgraded) return s->conn->shutdown(how);
+        if (s->conn->phase() == Phase::upgraded) return kept(s->conn->shutdown(how));
         s->conn->shutdown(how);  // records it; the kernel carries it below
     }
-    return calls().shutdown(fd, how);
+    return kept(calls().shutdown(fd, how));
 }
 
 int fcntl(int fd, int cmd, ...) {
+    shim::ErrnoKept kept;
     va_list ap;
     va_start(ap, cmd);
     void* arg = va_arg(ap, void*);  // every fcntl argument fits a pointer-sized slot
     va_end(ap);
     int r = calls().fcntl(fd, cmd, arg);
-    if (r < 0 || !fd_table().contains(fd)) return r;
-    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return shim::track_dup(fd, r);
+    if (r < 0 || !fd_table().contains(fd)) return kept(r);
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return kept(shim::track_dup(fd, r));
     if (cmd == F_SETFL) {
         if (auto s = fd_table().get(fd)) {
             bool nb = reinterpret_cast<intptr_t>(arg) & O_NONBLOCK;
@@ -181,7 +191,7 @@ int fcntl(int fd, int cmd, ...) {
             if (s->conn) s->conn->set_nonblocking(nb);
         }
     }
-    return r;
+    return kept(r);
 }
 
 int fcntl64(int fd, int cmd, ...) {
@@ -193,6 +203,7 @@ int fcntl64(int fd, int cmd, ...) {
 }
 
 int ioctl(int fd, unsigned long request, ...) {
+    shim::ErrnoKept kept;
     va_list ap;
     va_start(ap, request);
     void* arg = va_arg(ap, void*);
@@ -206,13 +217,14 @@ int ioctl(int fd, unsigned long request, ...) {
         if (s && s->conn && (s->conn->phase() == Phase::upgraded || s->conn->phase() == Phase::rv_accepted) &&
             request == FIONREAD && arg) {
             *static_cast<int*>(arg) = static_cast<int>(s->conn->readable_bytes());
-            return 0;
+            return kept(0);
         }
     }
-    return calls().ioctl(fd, request, arg);
+    return kept(calls().ioctl(fd, request, arg));
 }
 
 int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
+    shim::ErrnoKept kept;
     int r = calls().setsockopt(fd, level, name, value, len);
     if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(timeval)) {
         if (auto s = fd_table().get(fd); s && s->conn) {
@@ -221,7 +233,7 @@ int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
             s->conn->set_timeouts(name == SO_RCVTIMEO ? us : -1, name == SO_SNDTIMEO ? us : -1);
         }
     }
-    return r;
+    return kept(r);
 }
 
 }  // extern "C"

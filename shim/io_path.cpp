@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "errno_keep.hpp"
 #include "iov_check.hpp"
 #include "stat_hooks.hpp"
 
@@ -44,12 +45,14 @@ ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
 
 ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
-    return settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags);
+    ErrnoKept kept;
+    return kept(settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags));
 }
 
 ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
-    return settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true);
+    ErrnoKept kept;
+    return kept(settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true));
 }
 
 ssize_t recv_one(Socket& s, void* buf, size_t n, int flags) {

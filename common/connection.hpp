@@ -262,6 +262,7 @@ private:
     bool tcp_readable();
     ssize_t ring_send(const iovec* iov, int iovcnt, int flags);
     ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
+    ssize_t recv_nothing(bool nonblocking);
     void ring_doorbell();
     bool transport_failed();
     // A borrowed "may the call go on" predicate: no allocation, one indirect call.

@@ -130,6 +130,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     const bool waitall = (flags & MSG_WAITALL) && !peek;
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const size_t want = iov_total(iov, iovcnt);
+    if (want == 0) return recv_nothing(nb);
     auto& rd = transport_->reader();
     size_t total = 0;
     for (;;) {
@@ -280,6 +281,28 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             return -1;
         }
     }
+}
+
+// recv of no bytes asks the socket like any read (tcp_recvmsg): 0 when something
+// is queued or the stream has ended, EAGAIN when nothing is and the call may not
+// block; a blocking one waits once (for data, its timeout or a signal) and then
+// returns 0 whatever ended the wait. A program looping "recv(buf + got, want -
+// got)" once past its want takes a 0 for the end of the stream. (read() of no
+// bytes never asks: the interposer returns 0, as sock_read_iter does.)
+ssize_t Connection::recv_nothing(bool nb) {
+    auto& rd = transport_->reader();
+    auto queued = [&] {
+        if (shut_rd_.load() || peer_closed_.load() || peer_reset_.load() || transport_->failed() || downgrade_due()) return true;
+        return rx_on_tcp() ? tcp_readable() : rd.poll() != ring::RingStatus::would_block;
+    };
+    if (nb && !queued()) drain_if_free();  // a FIN or a reset the doorbell stream holds
+    if (queued()) {
+        if (peer_reset_.load() && !peer_closed_.load() && !shut_rd_.load()) return errno = ECONNRESET, -1;
+        return 0;
+    }
+    if (nb) return errno = EAGAIN, -1;
+    wait_for(queued, true, timeout_for(false));
+    return 0;
 }
 
 size_t Connection::readable_bytes() {

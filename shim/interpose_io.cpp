@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 
@@ -15,11 +16,21 @@ using namespace rdmasock::shim;
 using rdmasock::real::calls;
 
 
+namespace {
+bool no_bytes(const iovec* iov, int cnt) {
+    for (int i = 0; i < cnt; ++i)
+        if (iov[i].iov_len) return false;
+    return true;
+}
+}  // namespace
+
 extern "C" {
 
+// read() and readv() of no bytes return 0 without asking the socket
+// (sock_read_iter); recv() of none asks (Connection::recv_nothing).
 ssize_t read(int fd, void* buf, size_t n) {
     Call h;
-    if (active(fd, h)) return recv_one(*h.s, buf, n, 0);
+    if (active(fd, h)) return n == 0 ? 0 : recv_one(*h.s, buf, n, 0);
     return count(fd, calls().read(fd, buf, n), false);
 }
 
@@ -30,7 +41,10 @@ ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
 
 ssize_t readv(int fd, const iovec* iov, int cnt) {
     Call h;
-    if (active(fd, h)) return conn_recv(*h.s, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
+    if (active(fd, h)) {
+        if (cnt >= 0 && cnt <= IOV_MAX && (cnt == 0 || iov) && no_bytes(iov, cnt)) return 0;
+        return conn_recv(*h.s, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
+    }
     return count(fd, calls().readv(fd, iov, cnt), false);
 }
 

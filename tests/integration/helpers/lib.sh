@@ -33,8 +33,9 @@
 #   assert_no_shm_leftovers FILE... no /dev/shm/rdmasock-PID-* segment of any PID named in FILEs
 #   check_side MODE ROLE FILE       the three checks above that fit ROLE's side in MODE
 #   it_show FILE...                 print the last lines of files (for failure diagnostics)
-#   compare_transcripts PROG [ROLE MIN]...  run the Python program PROG (both ends in its own
-#                                   processes) over plain TCP, then with the shim: the two stdouts
+#   compare_transcripts PROG [ROLE MIN]...  run PROG (a Python program if it ends in .py, else an
+#                                   executable; both ends in its own processes) over plain TCP,
+#                                   then with the shim: the two stdouts
 #                                   must be equal, the shimmed run must report >= MIN stats lines
 #                                   of each ROLE on shm and no shim error; prints the transcript
 #   IT_KEEP=1                       keep IT_TMP (logs of every run) for inspection
@@ -307,10 +308,11 @@ it_finish() {
 it_free_port() { free_port || it_die "no free TCP port found"; }
 
 compare_transcripts() {
-    local prog=$1 d=$IT_TMP
+    local prog=$1 d=$IT_TMP cmd
     shift
-    without_shim -t 200 "$PYTHON" "$prog" >"$d/tcp.txt" 2>"$d/tcp.err" || it_fail "plain run exited $?: $(cat "$d/tcp.err")"
-    with_shim -t 200 "$PYTHON" "$prog" >"$d/shim.txt" 2>"$d/shim.err" ||
+    if [[ "$prog" == *.py ]]; then cmd=("$PYTHON" "$prog"); else cmd=("$prog"); fi
+    without_shim -t 200 "${cmd[@]}" >"$d/tcp.txt" 2>"$d/tcp.err" || it_fail "plain run exited $?: $(cat "$d/tcp.err")"
+    with_shim -t 200 "${cmd[@]}" >"$d/shim.txt" 2>"$d/shim.err" ||
         it_fail "shimmed run exited $?: $(cat "$d/shim.txt" "$d/shim.err")"
     diff -u "$d/tcp.txt" "$d/shim.txt" || it_fail "the transcripts differ"
     while [ $# -ge 2 ]; do

@@ -12,10 +12,8 @@
 // calibrated against CLOCK_MONOTONIC over the process's first >= 10 ms of
 // spinning (until then this reads CLOCK_MONOTONIC), from readings of both
 // clocks narrow enough that the rate is good to 0.5%; an implausible rate, a CPU
-// without RDTSC, or a process that made RDTSC fault (prctl PR_SET_TSC) keeps
-// CLOCK_MONOTONIC for good. (One that does so later faults in its own vDSO
-// clock_gettime too, wherever the clock source is the TSC: record/replay tools
-// that do it emulate the instruction in their SIGSEGV handler.) Counters that drift between CPUs or with the
+// without RDTSC, or a process that made RDTSC fault (PR_SET_TSC) keeps
+// CLOCK_MONOTONIC for good. Counters that drift between CPUs or with the
 // frequency only blur spin lengths: callers treat a negative span as zero.
 #pragma once
 

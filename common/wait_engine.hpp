@@ -33,8 +33,6 @@
 #include <chrono>
 #include <cstdint>
 
-#include "spin_clock.hpp"
-
 namespace rdmasock::wait {
 
 inline int64_t now_us() {
@@ -58,9 +56,7 @@ constexpr int64_t kNapUs = 1000;
 // ring is cheaper than arming again (an RDMA arm costs a round trip).
 constexpr int64_t kInFlightSpinUs = 50;
 // Ring looks between two sched_yield()s while spinning: the peer may be queued
-// on our CPU (docs/waiting.md). Yielding only every 5 or 50 us instead made
-// three ping-pong pairs on two cores 1.7x and 10x slower at p50 (the spinner
-// holds the CPU its peer needs to answer), 2026-11-26.
+// on our CPU (docs/waiting.md).
 constexpr int kPeeksPerYield = 32;
 
 // Spins on peek() until it turns true or `until` passes.
@@ -72,7 +68,7 @@ bool spin_until(Hooks& h, int64_t until, bool yield) {
             cpu_relax();
         }
         if (yield) sched_yield();
-    } while (spin_now_us() < until);
+    } while (now_us() < until);
     return false;
 }
 
@@ -81,36 +77,32 @@ bool spin_until(Hooks& h, int64_t until, bool yield) {
 // decides whether its call restarts). timeout_us < 0 waits forever, 0 only
 // checks.
 //
-// Clocks are read only for what needs them: CLOCK_MONOTONIC for a deadline
-// (under some hypervisors every read is a system call), the counter of
-// spin_clock.hpp for a spin and for a policy that learns how long waits last.
+// The clock is read only for what needs it (a deadline, a spin, a policy that
+// learns how long waits last): under some hypervisors every read is a system
+// call, several per round trip.
 template <class Hooks>
 int run(Hooks& h, int64_t timeout_us) {
     const uint32_t budget = h.spin_budget_us();
     const bool learns = timeout_us != 0 && h.learns();
-    // Two clocks: the spin's (spin_clock.hpp) for the budget and what is learned,
-    // CLOCK_MONOTONIC for the caller's deadline.
-    const int64_t start = budget > 0 || learns ? spin_now_us() : 0;
-    const int64_t deadline_start = timeout_us > 0 ? now_us() : 0;
+    const int64_t start = timeout_us > 0 || budget > 0 || learns ? now_us() : 0;
     const int64_t spin_end = start + budget;
     bool first = true;  // the spin's first look needs no clock: start was just read
     for (;;) {
         int n = h.check();
         if (n < 0) return n;
         if (n > 0 || timeout_us == 0) {
-            if (n > 0 && learns) h.learn(std::max<int64_t>(0, spin_now_us() - start), false);
+            if (n > 0 && learns) h.learn(now_us() - start, false);
             return n;
         }
         int64_t left = -1;
         if (timeout_us > 0) {
-            const int64_t waited = now_us() - deadline_start;
-            left = timeout_us - waited;
+            left = timeout_us - (now_us() - start);
             if (left <= 0) {
-                h.learn(waited, true);
+                h.learn(now_us() - start, true);
                 return 0;
             }
         }
-        const bool spin = budget > 0 && (first || spin_now_us() < spin_end);
+        const bool spin = budget > 0 && (first || now_us() < spin_end);
         first = false;
         if (spin && spin_until(h, spin_end, true)) continue;
 
@@ -131,7 +123,7 @@ int run(Hooks& h, int64_t timeout_us) {
             errno = saved;
             return -1;
         }
-        if (!a.may_sleep) spin_until(h, spin_now_us() + kInFlightSpinUs, false);
+        if (!a.may_sleep) spin_until(h, now_us() + kInFlightSpinUs, false);
     }
 }
 

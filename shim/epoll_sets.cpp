@@ -304,7 +304,7 @@ struct EpollWait {
             in.idle = 0;
             if (n < max) {
                 if (timeout_us != 0 && in.sock->conn->spin_policy().learns())
-                    in.sock->conn->spin_policy().record(std::max<int64_t>(0, wait::spin_now_us() - start));
+                    in.sock->conn->spin_policy().record(wait::now_us() - start);
                 out[n].events = ev;
                 out[n].data = in.data;
                 ++n;
@@ -447,7 +447,7 @@ int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int time
                     std::vector<epoll_event>& k, int pending) {
     const int64_t timeout_us = timeout_ms < 0 ? -1 : static_cast<int64_t>(timeout_ms) * 1000;
     EpollWait w{epfd, set, out, max, timeout_us, mask, std::unique_lock<std::mutex>(set.mu), std::move(k)};
-    w.start = wait::spin_now_us();  // for what the ready interests learn
+    w.start = wait::now_us();
     if (pending > 0) w.fresh = pending;
     return wait::run(w, timeout_us);
 }

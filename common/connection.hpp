@@ -124,6 +124,9 @@ public:
     // connection is plain now (or never left TCP); false when its transport
     // cannot go back (RDMA) or the peer's socket vanished with bytes unread.
     bool hand_over(const char* why);
+    // The application asked for what only the kernel's socket does (SO_RCVLOWAT):
+    // the connection goes back to TCP, or declines a later in-band offer.
+    void keep_on_tcp(const char* why);
     // Readiness for poll/epoll; does no I/O (call step() first). `wanted` is POLLIN|POLLOUT|POLLRDHUP...; the
     // result holds the poll bits true now. `kernel_events` receives what to
     // wait for on the kernel fd while sleeping (0: nothing of ours, use the
@@ -225,6 +228,7 @@ private:
     // that side's part (a writer asleep on a full ring, a reader asleep on an
     // empty one must not keep hand_over waiting for their locks).
     std::atomic<bool> handing_over_{false};
+    std::atomic<bool> tcp_only_{false};  // keep_on_tcp(): decline in-band offers
     // downgrade::lock, or a loud reset of the connection when the word stays taken.
     bool lock_busy(std::atomic<int32_t>& word);
     bool ask_pending();      // handing over, and our receives not yet asked for

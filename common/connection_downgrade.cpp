@@ -200,6 +200,11 @@ void Connection::finish_downgrade() {
     wake_local();  // sleepers of this side look again: the kernel answers now
 }
 
+void Connection::keep_on_tcp(const char* why) {
+    tcp_only_.store(true);
+    hand_over(why);
+}
+
 bool Connection::hand_over(const char* why) {
     while (progress()) {}  // a rendezvous the server has switched becomes `upgraded`
     switch (phase()) {

@@ -187,7 +187,7 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
     handshake::Message reply;
     reply.type = handshake::Type::decline;
     if (m.version != handshake::kVersion) reply.reason = handshake::Reason::bad_version;
-    else if (config_.transport == TransportChoice::tcp) reply.reason = handshake::Reason::disabled;
+    else if (config_.transport == TransportChoice::tcp || tcp_only_.load()) reply.reason = handshake::Reason::disabled;
     else {
         // Same host and same user: shared memory. Otherwise RDMA, if offered.
         // Shared memory is never negotiated in band any more: only the side channel

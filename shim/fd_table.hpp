@@ -20,6 +20,9 @@ struct Socket {
     int registry_fd = -1;              // listener: our same-host registry entry
     std::atomic<int> fd_refs{1};
     std::atomic<bool> dupped{false};   // ever had a second fd (epoll registrations may sit under either)
+    // The application set what only the kernel's socket does (SO_RCVLOWAT): no
+    // connection of it (nor, for a listener, any it accepts) leaves TCP.
+    std::atomic<bool> tcp_only{false};
     std::atomic<uint64_t> plain_tx{0}, plain_rx{0};  // bytes counted for statistics
     shim::StatSlotRef stat;            // its line in `rdmasock stat`
 

@@ -63,7 +63,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
     };
     std::shared_ptr<Connection> side;  // same host: the side-channel rendezvous
     if (s && !s->conn) {
-        if (cfg.transport != TransportChoice::tcp && port) {
+        if (cfg.transport != TransportChoice::tcp && port && !s->tcp_only) {
             bool local = registry::same_host(addr, len);
             if (local && (cfg.transport == TransportChoice::automatic || cfg.transport == TransportChoice::shm)) {
                 // The side-channel name must exist before the server can look for it.
@@ -91,6 +91,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
             auto c = new_connection(fd, Role::client, s->nonblocking);
             if (offers) c->set_offer(offers);
             else if (look_again) c->note_not_offered("no shimmed listener published this port on this host");
+            else if (s->tcp_only) c->note_not_offered("SO_RCVLOWAT was set");
             s->conn = std::move(c);
         }
         shim::stat_track(*s, fd, addr, len);
@@ -139,7 +140,10 @@ static int accepted(int listen_fd, int fd, int flags) {
         s->nonblocking = flags & SOCK_NONBLOCK;
         s->conn = new_connection(fd, Role::server, s->nonblocking);
         const TransportChoice t = shim::config().transport;
-        if (t == TransportChoice::automatic || t == TransportChoice::shm) {
+        if (l->tcp_only) {
+            s->tcp_only = true;  // the kernel copies the option to the accepted socket
+            s->conn->keep_on_tcp("SO_RCVLOWAT set on the listener");
+        } else if (t == TransportChoice::automatic || t == TransportChoice::shm) {
             sockaddr_storage peer{};
             socklen_t plen = sizeof peer;
             int saved = errno;
@@ -231,6 +235,16 @@ int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
             auto* tv = static_cast<const timeval*>(value);
             int64_t us = static_cast<int64_t>(tv->tv_sec) * 1000000 + tv->tv_usec;
             s->conn->set_timeouts(name == SO_RCVTIMEO ? us : -1, name == SO_SNDTIMEO ? us : -1);
+        }
+    }
+    // A low-water mark above one byte: readiness and reads wait for that many
+    // bytes, which the rings do not model; the kernel does, so the connection
+    // goes back to it (docs/compatibility.md).
+    if (r == 0 && level == SOL_SOCKET && name == SO_RCVLOWAT && value && len >= sizeof(int) &&
+        *static_cast<const int*>(value) > 1) {
+        if (auto s = fd_table().get(fd)) {
+            s->tcp_only = true;
+            if (s->conn) s->conn->keep_on_tcp("SO_RCVLOWAT");
         }
     }
     return kept(r);

@@ -202,6 +202,12 @@ void Connection::finish_downgrade() {
 
 void Connection::keep_on_tcp(const char* why) {
     tcp_only_.store(true);
+    // In band (RDMA) the way back waits in this call for the peer's marker, which
+    // it sends at its next call: a peer waiting for our next message never would.
+    if (in_band() && has_rings(phase())) {
+        RS_LOG(warn, "fd %d: %s is not honoured on an rdma connection (the way back would wait for the peer)", fd_, why);
+        return;
+    }
     hand_over(why);
 }
 

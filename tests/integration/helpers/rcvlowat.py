@@ -3,25 +3,11 @@ the low-water mark as on TCP (the shim hands the connection back to TCP when the
 option is set). Run over plain TCP and under the shim, the transcripts must be
 equal. Two round trips first, so that under the shim the connection is on shared
 memory when the option is set."""
-import os, select, socket, threading, time
+import select, socket, time
 
-ADDR = os.environ.get("SHUTDOWN_WAKES_ADDR", "127.0.0.1")  # tests/rdma/compare_rdma.sh sets it
+from settled_pair import settled_pair
 
-def settle(c, s):
-    # The server half in a thread: over RDMA the client's first send waits for
-    # the server's first call (the in-band handshake).
-    def serve():
-        for _ in range(2):
-            s.recv(64, socket.MSG_WAITALL); s.sendall(b"q" * 64)
-    t = threading.Thread(target=serve); t.start()
-    for _ in range(2):
-        c.sendall(b"p" * 64); c.recv(64, socket.MSG_WAITALL)
-    t.join()
-
-l = socket.socket(); l.bind((ADDR, 0)); l.listen(1)
-c = socket.create_connection(l.getsockname())
-s, _ = l.accept(); l.close()
-settle(c, s)
+c, s = settled_pair()
 
 c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 10)
 print("SO_RCVLOWAT:", c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT), flush=True)
@@ -44,12 +30,8 @@ print("then:", c.recv(100), c.recv(100), flush=True)
 c.close()
 
 # Set on the listener (accepted sockets inherit it) and on a socket before its connect.
-l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 8)
-l.bind((ADDR, 0)); l.listen(1)
-c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 8)
-c.connect(l.getsockname())
-s, _ = l.accept(); l.close()
-settle(c, s)
+lowat = (socket.SOL_SOCKET, socket.SO_RCVLOWAT, 8)
+c, s = settled_pair(listener_opts=[lowat], client_opts=[lowat])
 for name, a, b in (("accepted socket", s, c), ("connected socket", c, s)):
     print(name, "SO_RCVLOWAT:", a.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT), flush=True)
     b.sendall(b"abc"); time.sleep(0.3)

@@ -6,20 +6,7 @@ that under the shim it is on shared memory when the blocking call starts.
 """
 import errno, os, socket, sys, threading, time
 
-def pair():
-    l = socket.socket(); l.bind((os.environ.get("SHUTDOWN_WAKES_ADDR", "127.0.0.1"), 0)); l.listen(1)
-    c = socket.create_connection(l.getsockname())
-    s, _ = l.accept(); l.close()
-    # The server half in a thread: over RDMA the client's first send waits for
-    # the server's first call (the in-band handshake).
-    def serve():
-        for _ in range(2):
-            s.recv(64, socket.MSG_WAITALL); s.sendall(b"q" * 64)
-    t = threading.Thread(target=serve); t.start()
-    for _ in range(2):
-        c.sendall(b"p" * 64); c.recv(64, socket.MSG_WAITALL)
-    t.join()
-    return c, s
+from settled_pair import settled_pair as pair
 
 def outcome(fn):
     try:

@@ -32,13 +32,13 @@ int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* ts, con
     if (!rdmasock::shim::epoll_emulated(epfd)) {
         if (!real.epoll_pwait2) {
             errno = ENOSYS;
-            return kept(-1);
+            return -1;
         }
         return kept(real.epoll_pwait2(epfd, events, max, ts, mask));
     }
     if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)) {
         errno = EINVAL;
-        return kept(-1);
+        return -1;
     }
     int ms = -1;
     if (ts) {

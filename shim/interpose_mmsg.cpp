@@ -63,7 +63,7 @@ int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout)
     }
     if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L)) {
         errno = EINVAL;
-        return kept(-1);
+        return -1;
     }
     const int64_t end = timeout ? now_ns() + timeout->tv_sec * 1000000000LL + timeout->tv_nsec : 0;
     if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
@@ -95,7 +95,7 @@ int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout)
     }
     if (done == 0) {
         errno = err;
-        return kept(-1);
+        return -1;
     }
     return kept(static_cast<int>(done));  // a later error (not EAGAIN) the kernel keeps for the next call: not kept
 }

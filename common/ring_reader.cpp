@@ -131,6 +131,7 @@ IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
     if (consume) {
         consumed_ = pos;
         partial_ = partial;
+        delivered_ += r.bytes;
         if (consumed_ - published_ >= capacity_ / 8) flush_consumed();
     }
     if (r.bytes > 0) r.status = RingStatus::ok;
@@ -168,28 +169,36 @@ RingStatus RingReader::poll() {
     return RingStatus::would_block;
 }
 
-size_t RingReader::readable_bytes() {
-    size_t n = 0;
-    uint64_t pos = consumed_;
-    uint32_t partial = partial_;
-    while (!broken_ && pos - consumed_ < capacity_) {
-        Record rec = inspect(pos);
-        if (rec.state != RingStatus::ok || rec.kind == RecordKind::fin) break;
-        n += rec.length > partial ? rec.length - partial : 0;  // a peer may rewrite the record in hand
-        partial = 0;
-        pos += record_bytes(rec.length);
+// Records are immutable once complete (until this reader zeroes them), so
+// what was counted stays counted: each call goes on from where the last one
+// stopped. A read that went past the scan, a seek, or a peer that rewrote a
+// record already counted (fewer bytes ahead than delivered) starts it again.
+void RingReader::scan() {
+    if (static_cast<int64_t>(scan_pos_ - consumed_) < 0 || static_cast<int64_t>(scan_stream_ - delivered_) < 0 ||
+        scan_pos_ - consumed_ >= capacity_)
+        restart_scan();
+    while (!broken_ && !scan_fin_ && scan_pos_ - consumed_ < capacity_) {
+        Record rec = inspect(scan_pos_);
+        if (rec.state != RingStatus::ok) return;
+        if (rec.kind == RecordKind::fin) {
+            scan_fin_ = true;  // never consumed: the scan stays on it
+            return;
+        }
+        scan_stream_ += rec.length;
+        scan_pos_ += record_bytes(rec.length);
     }
-    return n;
+}
+
+size_t RingReader::readable_bytes() {
+    scan();
+    if (broken_) return 0;
+    // Bounded by one lap's payload even if the peer rewrote what was counted.
+    return static_cast<size_t>(std::min<uint64_t>(scan_stream_ - delivered_, capacity_));
 }
 
 bool RingReader::fin_landed() {
-    for (uint64_t pos = consumed_; !broken_ && pos - consumed_ < capacity_;) {
-        Record rec = inspect(pos);
-        if (rec.state != RingStatus::ok) return false;
-        if (rec.kind == RecordKind::fin) return true;
-        pos += record_bytes(rec.length);
-    }
-    return false;
+    scan();
+    return !broken_ && scan_fin_;
 }
 
 bool RingReader::flush_consumed() {

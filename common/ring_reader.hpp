@@ -39,6 +39,8 @@ public:
     size_t readable_bytes();
     // True when the end-of-stream record has landed (possibly behind unread data).
     bool fin_landed();
+    // (Both look only at records that landed since the last ask: the scan
+    // below. A ring of small records made each poll or FIONREAD walk it all.)
 
     // Publish the consumed position now (the writer asked for space).
     bool flush_consumed();
@@ -53,6 +55,7 @@ public:
     void seek(uint64_t position, uint32_t partial) {
         consumed_ = published_ = position;
         partial_ = partial;
+        restart_scan();
     }
     RingStatus status() const { return broken_ ? RingStatus::broken : RingStatus::ok; }
     const std::string& error() const { return error_; }
@@ -70,6 +73,12 @@ private:
         return readv(&one, 1, consume);
     }
     bool fail(std::string why);
+    void restart_scan() {
+        scan_pos_ = consumed_;
+        scan_stream_ = delivered_ - partial_;
+        scan_fin_ = false;
+    }
+    void scan();
 
     uint8_t* ring_;
     uint64_t capacity_;
@@ -79,6 +88,13 @@ private:
     uint64_t consumed_ = 0;   // absolute position of the current record
     uint32_t partial_ = 0;    // payload bytes of the current record already delivered
     uint64_t published_ = 0;  // last position told to the writer
+    uint64_t delivered_ = 0;  // payload bytes consumed, all time
+    // The scan ahead of the read position: records from consumed_ up to
+    // scan_pos_ are complete and counted; scan_stream_ is the stream offset
+    // (in delivered_'s units) where the record at scan_pos_ starts.
+    uint64_t scan_pos_ = 0;
+    uint64_t scan_stream_ = 0;
+    bool scan_fin_ = false;   // the record at scan_pos_ is the end of stream
     bool broken_ = false;
     std::string error_;
 };

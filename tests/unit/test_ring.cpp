@@ -176,3 +176,53 @@ TEST_CASE("poll reports data, emptiness and end of stream") {
     r.reader.read(&x, 1);
     CHECK(r.reader.poll() == RingStatus::would_block);
 }
+
+// readable_bytes() and fin_landed() keep a scan ahead of the read position
+// (counted once per record, not once per call): whatever mix of writes, reads,
+// peeks, skips and seeks comes, they must say what a full walk would.
+TEST_CASE("readable bytes and end of stream stay exact under any mix of calls") {
+    for (uint64_t cap : {1024u, 4096u}) {
+        for (unsigned seed = 1; seed <= 20; ++seed) {
+            LocalRing r(cap);
+            uint64_t written = 0, read = 0;
+            bool fin = false;
+            unsigned x = seed;
+            auto next = [&x](unsigned n) { return (x = x * 1103515245u + 12345u) / 65536u % n; };
+            std::vector<uint8_t> buf(cap);
+            for (int step = 0; step < 3000; ++step) {
+                switch (next(7)) {
+                    case 0:
+                    case 1: {  // write; mostly tiny records, sometimes big ones
+                        if (fin) break;
+                        size_t len = next(4) ? next(9) : next(static_cast<unsigned>(cap / 2));
+                        auto data = pattern(written, len);
+                        written += r.writer.write(data.data(), len).bytes;
+                        if (next(400) == 0) fin = r.writer.write_fin() == RingStatus::ok;
+                        break;
+                    }
+                    case 2: {  // read, any size, checked byte for byte
+                        size_t len = next(3) ? next(5) : next(static_cast<unsigned>(cap));
+                        IoResult got = r.reader.read(buf.data(), len);
+                        auto want = pattern(read, got.bytes);
+                        REQUIRE(std::equal(want.begin(), want.end(), buf.begin()));
+                        read += got.bytes;
+                        break;
+                    }
+                    case 3: (void)r.reader.peek(buf.data(), next(64)); break;
+                    case 4: read += r.reader.skip(next(32)).bytes; break;
+                    case 5: r.reader.seek(r.reader.consumed(), r.reader.partial()); break;  // a forked copy's view
+                    default: break;
+                }
+                REQUIRE(r.reader.readable_bytes() == written - read);
+                REQUIRE(r.reader.fin_landed() == fin);
+                if (next(50) == 0) {  // another reader taking over from here (a downgrade's read-back)
+                    RingReader other(r.ring, cap, r);
+                    other.seek(r.reader.consumed(), r.reader.partial());
+                    REQUIRE(other.readable_bytes() == written - read);
+                    REQUIRE(other.fin_landed() == fin);
+                }
+            }
+            REQUIRE(r.reader.status() == RingStatus::ok);
+        }
+    }
+}

@@ -70,6 +70,13 @@ Config parse_config(const std::function<const char*(const char*)>& getenv_fn, st
             bad("RDMASOCK_RING_SIZE", v, "a power of two from 1K to 1G", "1M");
         else c.ring_bytes = n;
     }
+    if (const char* v = getenv_fn("RDMASOCK_RING_MEMORY")) {
+        uint64_t n = 0;
+        if (!strcasecmp(v, "auto")) c.ring_memory = Config::kRingMemoryAuto;
+        else if (!parse_size(v, n) || n == Config::kRingMemoryAuto)
+            bad("RDMASOCK_RING_MEMORY", v, "auto or a size in bytes (K, M, G suffixes)", "auto");
+        else c.ring_memory = n;
+    }
     if (const char* v = getenv_fn("RDMASOCK_SPIN_US")) {
         uint64_t n = 0;
         if (!parse_size(v, n) || n > 1000000) bad("RDMASOCK_SPIN_US", v, "microseconds from 0 to 1000000", "20");

@@ -18,6 +18,8 @@ enum class TransportChoice { automatic, shm, rdma, tcp };
 struct Config {
     TransportChoice transport = TransportChoice::automatic;
     uint64_t ring_bytes = 1 << 20;     // RDMASOCK_RING_SIZE: per direction, power of two
+    static constexpr uint64_t kRingMemoryAuto = UINT64_MAX;
+    uint64_t ring_memory = kRingMemoryAuto;  // RDMASOCK_RING_MEMORY: most ring memory this process holds (memory_budget.hpp)
     uint32_t spin_us = 20;              // RDMASOCK_SPIN_US: busy-poll before sleeping (chosen by measurement: docs/waiting.md)
     uint32_t spin_max_us = 200;         // RDMASOCK_SPIN_MAX_US: cap of the learned spin (spin_policy.hpp); <= spin_us: fixed spin
     LogLevel log_level = LogLevel::warn;  // RDMASOCK_LOG

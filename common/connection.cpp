@@ -119,6 +119,7 @@ void Connection::set_offer(uint32_t offers) {
 static ShmRendezvous::Options rendezvous_options(const Config& c) {
     ShmRendezvous::Options o;
     o.ring_bytes = c.ring_bytes;
+    o.ring_memory = c.ring_memory;
     o.same_user_only = c.shm_same_user_only;
     o.fault = c.fault;
     return o;

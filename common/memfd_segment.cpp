@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "memory_budget.hpp"
+
 namespace rdmasock {
 
 namespace {
@@ -28,16 +30,18 @@ void* map_shared(int fd, size_t size) {
 MemfdSegment& MemfdSegment::operator=(MemfdSegment&& o) noexcept {
     if (this != &o) {
         this->~MemfdSegment();
-        data_ = o.data_, size_ = o.size_, fd_ = o.fd_;
-        o.data_ = nullptr, o.size_ = 0, o.fd_ = -1;
+        data_ = o.data_, size_ = o.size_, fd_ = o.fd_, held_ = o.held_;
+        o.data_ = nullptr, o.size_ = 0, o.fd_ = -1, o.held_ = false;
     }
     return *this;
 }
 
 MemfdSegment::~MemfdSegment() {
     if (data_) munmap(data_, size_);
+    if (held_) memory_budget::release(size_);
     release_fd();
     data_ = nullptr;
+    held_ = false;
 }
 
 void MemfdSegment::release_fd() {
@@ -57,6 +61,8 @@ bool MemfdSegment::create(size_t size, std::string& err) {
     data_ = map_shared(fd, size);
     if (!data_) return err = errno_text("mmap"), false;
     size_ = size;
+    memory_budget::hold(size);
+    held_ = true;
     return true;
 }
 

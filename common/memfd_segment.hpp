@@ -41,6 +41,7 @@ private:
     void* data_ = nullptr;
     size_t size_ = 0;
     int fd_ = -1;
+    bool held_ = false;  // created here: counted in memory_budget::held_bytes()
 };
 
 }  // namespace rdmasock

@@ -4,6 +4,7 @@
 
 #include "handshake.hpp"
 #include "log.hpp"
+#include "memory_budget.hpp"
 #include "rdma_device.hpp"
 #include "rdma_params.hpp"
 #include "rdma_transport.hpp"
@@ -24,7 +25,12 @@ std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err) {
     const RdmaFaults faults = RdmaFaults::parse(config.fault);  // once per connection setup
     RdmaDevice* dev = device(config, faults, err);
     if (!dev) return nullptr;
-    auto t = RdmaTransport::create(*dev, config.ring_bytes, faults, err);
+    // Our receive ring and (sized like it, we expect) the send mirror of the
+    // peer's: smaller, or TCP, rather than memory the program needs.
+    const uint64_t ring = memory_budget::capacity_for_new_rings(
+        config.ring_bytes, [](uint64_t c) -> uint64_t { return 2 * c; }, config.ring_memory, err);
+    if (ring == 0) return nullptr;
+    auto t = RdmaTransport::create(*dev, ring, faults, err);
     if (!t) return t;
     // The send-queue discipline's knobs, measured in docs/rdma-transport.md.
     if (!config.rdma_inline) t->limit_inline(0);
@@ -43,6 +49,16 @@ bool decode_peer(const std::vector<uint8_t>& blob, RdmaParams& out, std::string&
 
 // The probe must outlast the QP's own retry budget on a lossy path, but a dead
 // or unreachable peer must not hold the application's first call for long.
+// The send mirror is as large as the peer's ring, which the peer chose (up to 1 GiB).
+bool mirror_fits(const Config& config, const RdmaParams& remote, std::string& err) {
+    if (memory_budget::capacity_for_new_rings(remote.ring_bytes, [](uint64_t c) { return c; }, config.ring_memory, err) ==
+        remote.ring_bytes)
+        return true;
+    if (err.empty()) err = "not enough memory for rings";
+    err = "the peer's ring of " + std::to_string(remote.ring_bytes >> 10) + " KiB needs a send mirror as large: " + err;
+    return false;
+}
+
 int probe_timeout_ms(const Config& config) { return static_cast<int>(std::min<uint32_t>(config.handshake_timeout_ms, 3000)); }
 
 }  // namespace
@@ -59,7 +75,7 @@ std::unique_ptr<Transport> accept(const Config& config, const std::vector<uint8_
     RdmaParams remote;
     if (!decode_peer(client_params, remote, err)) return nullptr;
     auto t = create(config, err);
-    if (!t || !t->connect(remote, err)) return nullptr;
+    if (!t || !mirror_fits(config, remote, err) || !t->connect(remote, err)) return nullptr;
     params = encode(t->local_params());
     return t;
 }
@@ -73,7 +89,7 @@ bool complete(const Config& config, Transport& offered, const std::vector<uint8_
         // packets stay on the test network and are dropped there.
         remote.gid[15] = remote.gid[15] == 254 ? 253 : 254;
     }
-    if (!t.connect(remote, err)) return false;
+    if (!mirror_fits(config, remote, err) || !t.connect(remote, err)) return false;
     if (!t.probe(probe_timeout_ms(config), err)) return false;
     return true;
 }

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <thread>
 
+#include "memory_budget.hpp"
 #include "process_id.hpp"
 #include "rdma_qp.hpp"
 #include "rdma_work_request.hpp"
@@ -68,6 +69,8 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
 
     // Every object below has an owner in *t: an early return releases what exists.
     if (!t->ring_.map(ring_bytes, t->dontfork_, "receive ring", err)) return nullptr;
+    memory_budget::hold(ring_bytes);
+    t->budget_held_ = ring_bytes;
     if (!t->ctrl_.map(kPage, t->dontfork_, "ctrl block", err)) return nullptr;
     if (!t->scratch_.map(kPage, t->dontfork_, "scratch block", err)) return nullptr;
     if (!t->back_page_.map(sizeof(BackState), false, "way-back state", err, /*shared=*/true)) return nullptr;
@@ -203,6 +206,8 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
     }
     mirror_bytes_ = remote.ring_bytes;
     if (!mirror_.map(mirror_bytes_, dontfork_, "send mirror", err, /*shared=*/true)) return false;
+    memory_budget::hold(mirror_bytes_);
+    budget_held_ += mirror_bytes_;
     mirror_mr_ = register_memory(dev_.api(), pd_.get(), mirror_.data(), mirror_bytes_, IBV_ACCESS_LOCAL_WRITE, "send mirror", err);
     if (!mirror_mr_) return false;
 
@@ -234,6 +239,7 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
 
 RdmaTransport::~RdmaTransport() {
     if (self_wake_ >= 0) syscall(SYS_close, self_wake_);  // a raw close: close() is interposed
+    if (pid_ == getpid()) memory_budget::release(budget_held_);
     if (pid_ != getpid()) {
         // A forked child: every verbs object belongs to the parent, leave them
         // alone. The pages are a private copy on copy-on-fork kernels (the owners

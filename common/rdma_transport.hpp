@@ -222,6 +222,7 @@ private:
     uint64_t ring_bytes_ = 0;
     MappedPages mirror_;
     uint64_t mirror_bytes_ = 0;
+    uint64_t budget_held_ = 0;  // ring + mirror bytes counted in memory_budget::held_bytes()
     MappedPages ctrl_;
     MappedPages scratch_;
     ProtectionDomain pd_;  // this connection's own protection domain

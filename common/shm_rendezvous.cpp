@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "log.hpp"
+#include "memory_budget.hpp"
 #include "ring_format.hpp"
 #include "shm_transport.hpp"
 #include "side_channel.hpp"
@@ -126,7 +127,14 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
         return fail("cannot identify the server socket: " + err);
     if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
         return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "OFFER refused: " + err);
-    uint64_t ring = ring::valid_capacity(w.ring_bytes) ? std::min(w.ring_bytes, opt_.ring_bytes) : opt_.ring_bytes;
+    const uint64_t wanted = ring::valid_capacity(w.ring_bytes) ? std::min(w.ring_bytes, opt_.ring_bytes) : opt_.ring_bytes;
+    // Smaller rings, or none, rather than memory the program may need (memory_budget.hpp).
+    const uint64_t ring = memory_budget::capacity_for_new_rings(wanted, [](uint64_t c) -> uint64_t { return ShmChannel::segment_size(c); },
+                                                 opt_.ring_memory, err);
+    if (ring == 0) return fail(err);
+    if (ring < wanted)
+        RS_LOG(info, "fd %d: rings of %llu KiB, not %llu: memory is short (RDMASOCK_RING_MEMORY)", tcp_fd,
+               static_cast<unsigned long long>(ring >> 10), static_cast<unsigned long long>(wanted >> 10));
     std::unique_ptr<ShmChannel> ch;
     if (opt_.fault == "shm-create") err = "fault injection shm-create";
     else ch = ShmChannel::create_sealed(ring, err);

@@ -33,6 +33,7 @@ class ShmRendezvous {
 public:
     struct Options {
         uint64_t ring_bytes = 1 << 20;
+        uint64_t ring_memory = UINT64_MAX;  // RDMASOCK_RING_MEMORY (memory_budget.hpp)
         bool same_user_only = false;
         std::string fault;  // RDMASOCK_FAULT (test-only)
     };

@@ -58,6 +58,11 @@ TEST_CASE("valid values are applied") {
     CHECK(c.spin_max_us == 0);
     CHECK(c.stats);
     CHECK(c.log_level == LogLevel::debug);
+    CHECK(c.ring_memory == Config::kRingMemoryAuto);
+    CHECK(parse({{"RDMASOCK_RING_MEMORY", "64M"}}, errors).ring_memory == 64u << 20);
+    CHECK(parse({{"RDMASOCK_RING_MEMORY", "0"}}, errors).ring_memory == 0);
+    CHECK(parse({{"RDMASOCK_RING_MEMORY", "AUTO"}}, errors).ring_memory == Config::kRingMemoryAuto);
+    CHECK(errors.empty());
 }
 
 TEST_CASE("each bad value is reported by name and falls back") {
@@ -69,13 +74,15 @@ TEST_CASE("each bad value is reported by name and falls back") {
                  {"RDMASOCK_SPIN_US", "-5"},              {"RDMASOCK_SPIN_US", "lots"},
                  {"RDMASOCK_SPIN_MAX_US", "2000000"},     {"RDMASOCK_SPIN_MAX_US", "x"},
                  {"RDMASOCK_LOG", "loud"},                {"RDMASOCK_STATS", "maybe"},
-                 {"RDMASOCK_HANDSHAKE_TIMEOUT_MS", "0"}};
+                 {"RDMASOCK_HANDSHAKE_TIMEOUT_MS", "0"},  {"RDMASOCK_RING_MEMORY", "lots"},
+                 {"RDMASOCK_RING_MEMORY", "-1M"},         {"RDMASOCK_RING_MEMORY", "18446744073709551615"}};
     for (auto& k : cases) {
         std::vector<std::string> errors;
         Config c = parse({{k.var, k.value}}, errors);
         REQUIRE(errors.size() == 1);
         CHECK_THAT(errors[0], Catch::Contains(k.var) && Catch::Contains(k.value));
         CHECK(c.ring_bytes == (1u << 20));
+        CHECK(c.ring_memory == Config::kRingMemoryAuto);
     }
     std::vector<std::string> errors;
     CHECK(parse({{"RDMASOCK_TRANSPORT", "bogus"}}, errors).transport == TransportChoice::tcp);

@@ -1,0 +1,57 @@
+// How much memory a new connection's rings may take.
+//
+// Ring pages are allocated when the connection upgrades (fallocate for shared
+// memory, pinned by registration for RDMA) and are charged to the creating
+// process's memory cgroup. Past the cgroup's limit the kernel does not fail
+// that allocation: it OOM-kills a process of the group (measured: a memfd
+// fallocate loop in a 64 MiB cgroup got SIGKILL, docs/robustness.md). A TCP
+// connection costs a few KiB; two 1 MiB rings make an idle connection cost
+// 2 MiB, so a program with many connections would die of the shim where TCP
+// serves it. So before creating rings the creator asks here: the largest
+// capacity, halving from the configured size down to kMinRing, that leaves
+// the memory it lives under (the tightest of the host and each memory cgroup
+// above this process) an eighth of its limit free, and keeps this process's
+// rings within its cap. None fits: the connection stays on TCP and says why.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace rdmasock::memory_budget {
+
+// The smallest ring the budget shrinks to before giving up on the upgrade.
+constexpr uint64_t kMinRing = 64 * 1024;
+
+struct MemoryView {
+    uint64_t limit = 0;  // the tightest limit: MemTotal, or a memory cgroup's limit
+    uint64_t free = 0;   // what is left under it (reclaimable page cache counted as free)
+    std::string where;   // which limit that is ("host", "cgroup /a/b")
+};
+
+// Reads <root>/proc/meminfo and the memory cgroup (v2, or v1's memory
+// controller) of this process and each cgroup above it. `root` is "" outside tests.
+MemoryView read_memory_view(const std::string& root = "");
+
+// The ring capacity to create (a power of two from `wanted` down to kMinRing),
+// or 0 when even kMinRing does not fit. segment(c) is the memory a connection
+// with rings of capacity c takes; own_bytes what this process holds already;
+// own_cap the most it may hold.
+uint64_t ring_capacity_within(uint64_t wanted, uint64_t (*segment)(uint64_t), uint64_t own_bytes, uint64_t own_cap,
+                              const MemoryView& view);
+
+// The cap for own_bytes when RDMASOCK_RING_MEMORY is `auto`: a quarter of the limit.
+inline uint64_t auto_cap(const MemoryView& view) { return view.limit / 4; }
+
+// What to create for a new connection now: ring_capacity_within() over this
+// process's view and holdings, with `cap_setting` (RDMASOCK_RING_MEMORY;
+// UINT64_MAX = auto_cap). 0 with `why` when nothing fits.
+uint64_t capacity_for_new_rings(uint64_t wanted, uint64_t (*segment)(uint64_t), uint64_t cap_setting, std::string& why);
+
+// Ring memory this process holds (shared-memory segments it created, RDMA
+// rings it registered): counted by their owners.
+uint64_t held_bytes();
+void hold(uint64_t bytes);
+void release(uint64_t bytes);
+
+}  // namespace rdmasock::memory_budget

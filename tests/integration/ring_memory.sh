@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Rings only from memory that is there (common/memory_budget.*): a client holding many same-host
+# connections at once gets full rings, then smaller ones, then stays on TCP with the reason, and
+# every byte is echoed either way.
+#   a) RDMASOCK_RING_MEMORY=3M on the client: 30 connections held open.
+#   b) the client in a memory cgroup of 64 MiB with 200 connections held open (400 MiB of 1 MiB
+#      rings). Before the budget the kernel OOM-killed it at the rings' fallocate. Needs a memory
+#      cgroup we may create (root, cgroup v1 or v2 with the memory controller); says so if not.
+. "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
+it_need_python
+HELD="$ROOT/tests/integration/helpers/held_connections.py"
+
+# run_pair NAME N [PREFIX...]: server and client of N held connections, both shimmed; the client
+# runs under PREFIX (e.g. a cgroup entry). Returns the client's exit status.
+run_pair() {
+    local name=$1 n=$2; shift 2
+    local port spid rc=0
+    port=$(it_free_port)
+    it_bg spid with_shim -t 240 "$PYTHON" "$HELD" server "$port" "$n" 2>"$IT_TMP/$name.server.err"
+    it_wait_listen "$port" "$spid" || return 1
+    with_shim -t 240 env RDMASOCK_LOG=info "$@" "$PYTHON" "$HELD" client "$port" "$n" \
+        >"$IT_TMP/$name.client.out" 2>"$IT_TMP/$name.client.err" || rc=$?
+    it_wait "$spid" || it_fail "$name: the server failed: $(tail -3 "$IT_TMP/$name.server.err")"
+    it_log "$name: $(cat "$IT_TMP/$name.client.out") (client exit $rc)"
+    return "$rc"
+}
+
+# The client's stats: both transports present, and every TCP one says it was memory.
+check_split() { # NAME
+    local err=$IT_TMP/$1.client.err shm tcp short
+    shm=$(grep -c "role=client transport=shm" "$err")
+    tcp=$(grep -c "role=client transport=tcp" "$err")
+    short=$(grep -c "role=client transport=tcp .*reason=not enough memory for rings" "$err")
+    it_log "$1: client connections on shm: $shm, on tcp: $tcp ($short for want of memory)"
+    (( shm >= 1 )) || it_fail "$1: no connection got rings"
+    (( tcp >= 1 && short == tcp )) || it_fail "$1: expected the later connections on TCP for want of memory"
+    if grep -E "rdmasock\[[0-9]+\]: (error|warn):" "$err"; then it_fail "$1: the shim complained"; fi
+}
+
+# a) the process's own cap
+if run_pair cap 30 RDMASOCK_RING_MEMORY=3M; then
+    check_split cap
+    grep -q "rings of [0-9]* KiB, not 1024: memory is short" "$IT_TMP/cap.client.err" ||
+        it_fail "cap: no connection got smaller rings before TCP"
+else
+    it_fail "cap: the client failed: $(tail -3 "$IT_TMP/cap.client.err")"
+fi
+
+# b) a memory cgroup
+CG=""
+make_memory_cgroup() { # LIMIT: sets CG to a new cgroup directory with that memory limit
+    local line path base
+    if line=$(grep -E '^[0-9]+:([^:]*,)?memory(,[^:]*)?:' /proc/self/cgroup); then
+        path=$(cut -d: -f3- <<<"$line")
+        base=/sys/fs/cgroup/memory${path%/}
+        mkdir "$base/rdmasock-it-$$" 2>/dev/null || return 1
+        CG=$base/rdmasock-it-$$
+        echo "$1" >"$CG/memory.limit_in_bytes" 2>/dev/null || return 1
+    elif line=$(grep -E '^0::' /proc/self/cgroup); then
+        path=$(cut -d: -f3- <<<"$line")
+        base=/sys/fs/cgroup${path%/}
+        mkdir "$base/rdmasock-it-$$" 2>/dev/null || return 1
+        CG=$base/rdmasock-it-$$
+        [[ -f $CG/memory.max ]] || echo +memory >"$base/cgroup.subtree_control" 2>/dev/null
+        [[ -f $CG/memory.max ]] && echo "$1" >"$CG/memory.max" 2>/dev/null || return 1
+        echo 0 >"$CG/memory.swap.max" 2>/dev/null
+    else
+        return 1
+    fi
+}
+it_on_exit 'if [[ -n "$CG" ]]; then rmdir "$CG" 2>/dev/null; fi'
+if make_memory_cgroup $((64 << 20)); then
+    rc=0
+    run_pair cgroup 200 sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" || rc=$?
+    if (( rc == 137 )); then
+        it_fail "cgroup: the client was killed (SIGKILL: the OOM killer?)"
+    elif (( rc != 0 )); then
+        it_fail "cgroup: the client failed ($rc): $(tail -3 "$IT_TMP/cgroup.client.err")"
+    else
+        check_split cgroup
+        grep -q "free of 64 MiB (cgroup " "$IT_TMP/cgroup.client.err" ||
+            it_fail "cgroup: the reason does not name the cgroup's limit: $(grep -m1 'reason=not enough' "$IT_TMP/cgroup.client.err")"
+    fi
+else
+    it_log "cgroup part not run: cannot create a memory cgroup here (not root, or no memory controller)"
+fi
+it_finish

@@ -1,0 +1,139 @@
+// The memory budget for new rings (common/memory_budget.*): the decision, and
+// reading the host's and the memory cgroup's limits from fake /proc and /sys trees.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "memory_budget.hpp"
+
+using namespace rdmasock::memory_budget;
+
+namespace {
+
+uint64_t two_rings(uint64_t c) { return 2 * c; }
+
+constexpr uint64_t MiB = 1 << 20;
+
+// A scratch tree standing in for "/": files written under it on demand.
+struct FakeRoot {
+    std::string dir;
+    FakeRoot() {
+        char tmpl[] = "/tmp/rdmasock-budget-XXXXXX";
+        dir = mkdtemp(tmpl);
+    }
+    ~FakeRoot() { (void)!std::system(("rm -rf " + dir).c_str()); }
+    void put(const std::string& path, const std::string& text) {
+        (void)!std::system(("mkdir -p $(dirname " + dir + path + ")").c_str());
+        std::ofstream(dir + path) << text;
+    }
+    void meminfo(uint64_t total_kb, uint64_t avail_kb) {
+        put("/proc/meminfo", "MemTotal:       " + std::to_string(total_kb) + " kB\nMemFree:          1000 kB\nMemAvailable:   " +
+                                 std::to_string(avail_kb) + " kB\nBuffers:  10 kB\n");
+    }
+};
+
+}  // namespace
+
+TEST_CASE("the budget gives the configured ring while memory is plentiful") {
+    MemoryView v{1024 * MiB, 900 * MiB, "host"};
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, auto_cap(v), v) == 1 * MiB);
+}
+
+TEST_CASE("the budget halves the ring as the process's cap fills, then says none") {
+    MemoryView v{1024 * MiB, 900 * MiB, "host"};
+    const uint64_t cap = 4 * MiB;
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, cap, v) == 1 * MiB);
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 2 * MiB + 1, cap, v) == 512 * 1024);
+    CHECK(ring_capacity_within(1 * MiB, two_rings, cap - 2 * kMinRing, cap, v) == kMinRing);
+    CHECK(ring_capacity_within(1 * MiB, two_rings, cap - 2 * kMinRing + 1, cap, v) == 0);
+    CHECK(ring_capacity_within(1 * MiB, two_rings, cap + 1, cap, v) == 0);  // over already
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, 0, v) == 0);          // RDMASOCK_RING_MEMORY=0
+}
+
+TEST_CASE("the budget keeps an eighth of the limit free") {
+    // 64 MiB limit: 8 MiB reserve. 10 MiB free: a 2 MiB pair fits, leaving 8.
+    MemoryView v{64 * MiB, 10 * MiB, "cgroup /pod"};
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, UINT64_MAX, v) == 1 * MiB);
+    v.free = 10 * MiB - 1;
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, UINT64_MAX, v) == 512 * 1024);
+    v.free = 8 * MiB + 2 * kMinRing - 1;
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, UINT64_MAX, v) == 0);
+    v.free = 0;
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, UINT64_MAX, v) == 0);
+}
+
+TEST_CASE("a configured ring below the smallest step is tried as it is") {
+    MemoryView v{1024 * MiB, 900 * MiB, "host"};
+    CHECK(ring_capacity_within(4096, two_rings, 0, UINT64_MAX, v) == 4096);
+    CHECK(ring_capacity_within(4096, two_rings, 0, 8191, v) == 0);
+}
+
+TEST_CASE("without any view of memory only the cap applies") {
+    MemoryView none;
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, UINT64_MAX, none) == 1 * MiB);
+    CHECK(ring_capacity_within(1 * MiB, two_rings, 0, 1 * MiB, none) == 512 * 1024);
+}
+
+TEST_CASE("the host's view comes from MemTotal and MemAvailable") {
+    FakeRoot r;
+    r.meminfo(4 * 1024 * 1024, 3 * 1024 * 1024);  // 4 GiB, 3 available
+    MemoryView v = read_memory_view(r.dir);
+    CHECK(v.limit == 4096 * MiB);
+    CHECK(v.free == 3072 * MiB);
+    CHECK(v.where == "host");
+}
+
+TEST_CASE("a cgroup v2 limit above the process is the tighter view, page cache counted free") {
+    FakeRoot r;
+    r.meminfo(4 * 1024 * 1024, 3 * 1024 * 1024);
+    r.put("/proc/self/cgroup", "0::/pods/db\n");
+    r.put("/sys/fs/cgroup/pods/db/memory.max", "max\n");  // no limit of its own
+    r.put("/sys/fs/cgroup/pods/db/memory.current", "50000000\n");
+    r.put("/sys/fs/cgroup/pods/memory.max", std::to_string(256 * MiB) + "\n");
+    r.put("/sys/fs/cgroup/pods/memory.current", std::to_string(200 * MiB) + "\n");
+    r.put("/sys/fs/cgroup/pods/memory.stat", "anon 1000\nfile 5000\ninactive_anon 3\ninactive_file " +
+                                                 std::to_string(40 * MiB) + "\nactive_file 7\n");
+    MemoryView v = read_memory_view(r.dir);
+    CHECK(v.limit == 256 * MiB);
+    CHECK(v.free == 96 * MiB);  // 256 - (200 - 40 reclaimable)
+    CHECK(v.where == "cgroup /pods");
+}
+
+TEST_CASE("a cgroup v1 memory controller is read, and its unlimited value ignored") {
+    FakeRoot r;
+    r.meminfo(4 * 1024 * 1024, 3 * 1024 * 1024);
+    r.put("/proc/self/cgroup", "5:cpu,cpuacct:/\n4:memory:/box\n0::/\n");
+    r.put("/sys/fs/cgroup/memory/box/memory.limit_in_bytes", std::to_string(64 * MiB) + "\n");
+    r.put("/sys/fs/cgroup/memory/box/memory.usage_in_bytes", std::to_string(60 * MiB) + "\n");
+    r.put("/sys/fs/cgroup/memory/box/memory.stat", "cache 0\ninactive_file 999\ntotal_inactive_file " +
+                                                       std::to_string(4 * MiB) + "\n");
+    r.put("/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+    r.put("/sys/fs/cgroup/memory/memory.usage_in_bytes", "123\n");
+    MemoryView v = read_memory_view(r.dir);
+    CHECK(v.limit == 64 * MiB);
+    CHECK(v.free == 8 * MiB);
+    CHECK(v.where == "cgroup /box");
+}
+
+TEST_CASE("unreadable or odd files leave the view it could read") {
+    FakeRoot r;
+    r.meminfo(1024 * 1024, 512 * 1024);
+    r.put("/proc/self/cgroup", "garbage\n0::relative/path\n");
+    MemoryView v = read_memory_view(r.dir);
+    CHECK(v.where == "host");
+    FakeRoot empty;
+    CHECK(read_memory_view(empty.dir).limit == 0);
+}
+
+TEST_CASE("this process's holdings count up and down") {
+    const uint64_t before = held_bytes();
+    hold(3 * MiB);
+    CHECK(held_bytes() == before + 3 * MiB);
+    release(3 * MiB);
+    CHECK(held_bytes() == before);
+}

@@ -161,8 +161,13 @@ bool Connection::hand_over_in_band(const char* why) {
             // The peer's socket ended before its marker: nobody will send what
             // its ring still holds for us again.
             // (The ring of a forked copy may be absent: MADV_DONTFORK.)
+            size_t left = 0;
+            if (owned_by_this_process() && lock_busy(rc->reader_busy)) {  // readable_bytes wants the readers' exclusion
+                left = transport_->reader().readable_bytes();
+                downgrade::unlock(rc->reader_busy);
+            }
             RS_LOG(error, "fd %d: the peer's socket closed before it answered the way back; %zu unread ring bytes stay behind",
-                   fd_, owned_by_this_process() ? transport_->reader().readable_bytes() : 0);
+                   fd_, left);
             return false;
         }
         if (state(*rc) != kBack) {

@@ -40,7 +40,7 @@ bool RingReader::fail(std::string why) {
     return false;
 }
 
-RingReader::Record RingReader::inspect(uint64_t position) {
+RingReader::Record RingReader::inspect(uint64_t position, bool latch) {
     const uint64_t off = position & mask_;
     const uint32_t header = load_acquire(ring_ + off);
     // The kind byte is the header's last byte to land; until then the record is in flight.
@@ -50,25 +50,25 @@ RingReader::Record RingReader::inspect(uint64_t position) {
     switch (kind) {
         case RecordKind::data:
             if (length > max_payload_ || off + record_bytes(length) > capacity_) {
-                fail("record length " + std::to_string(length) + " at ring offset " + std::to_string(off) +
+                if (latch) fail("record length " + std::to_string(length) + " at ring offset " + std::to_string(off) +
                      " does not fit a ring of " + std::to_string(capacity_) + " bytes");
                 return {RingStatus::broken, kind, 0};
             }
             break;
         case RecordKind::wrap:
             if (length != 0 || off + kAlign != capacity_) {
-                fail("wrap marker at ring offset " + std::to_string(off) + " is not at the ring's end");
+                if (latch) fail("wrap marker at ring offset " + std::to_string(off) + " is not at the ring's end");
                 return {RingStatus::broken, kind, 0};
             }
             break;
         case RecordKind::fin:
             if (length != 0) {
-                fail("end-of-stream record carries a length");
+                if (latch) fail("end-of-stream record carries a length");
                 return {RingStatus::broken, kind, 0};
             }
             break;
         default:
-            fail("unknown record kind " + std::to_string(static_cast<uint32_t>(kind)) + " at ring offset " +
+            if (latch) fail("unknown record kind " + std::to_string(static_cast<uint32_t>(kind)) + " at ring offset " +
                  std::to_string(off));
             return {RingStatus::broken, kind, 0};
     }
@@ -76,7 +76,7 @@ RingReader::Record RingReader::inspect(uint64_t position) {
     const uint32_t footer = load_acquire(ring_ + off + footer_offset(length));
     if (footer == expected) return {RingStatus::ok, kind, length};
     if (footer == 0 || is_prefix_of(footer, expected)) return {RingStatus::would_block, kind, length};
-    fail("footer mismatch at ring offset " + std::to_string(off));
+    if (latch) fail("footer mismatch at ring offset " + std::to_string(off));
     return {RingStatus::broken, kind, 0};
 }
 
@@ -160,7 +160,7 @@ RingStatus RingReader::poll() {
     if (broken_) return RingStatus::broken;
     // Bounded by one lap: footers bind positions, so a looping ring turns broken.
     for (uint64_t pos = consumed_; pos - consumed_ < capacity_;) {
-        Record rec = inspect(pos);
+        Record rec = inspect(pos, false);
         if (rec.state != RingStatus::ok) return rec.state;
         if (rec.kind == RecordKind::fin) return RingStatus::eof;
         if (rec.kind == RecordKind::data && rec.length > (pos == consumed_ ? partial_ : 0)) return RingStatus::ok;
@@ -173,32 +173,49 @@ RingStatus RingReader::poll() {
 // what was counted stays counted: each call goes on from where the last one
 // stopped. A read that went past the scan, a seek, or a peer that rewrote a
 // record already counted (fewer bytes ahead than delivered) starts it again.
-void RingReader::scan() {
+void RingReader::scan_bytes() {
     if (static_cast<int64_t>(scan_pos_ - consumed_) < 0 || static_cast<int64_t>(scan_stream_ - delivered_) < 0 ||
         scan_pos_ - consumed_ >= capacity_)
         restart_scan();
-    while (!broken_ && !scan_fin_ && scan_pos_ - consumed_ < capacity_) {
+    while (!broken_ && scan_pos_ - consumed_ < capacity_) {
         Record rec = inspect(scan_pos_);
-        if (rec.state != RingStatus::ok) return;
-        if (rec.kind == RecordKind::fin) {
-            scan_fin_ = true;  // never consumed: the scan stays on it
-            return;
-        }
+        if (rec.state != RingStatus::ok || rec.kind == RecordKind::fin) return;
         scan_stream_ += rec.length;
         scan_pos_ += record_bytes(rec.length);
     }
 }
 
 size_t RingReader::readable_bytes() {
-    scan();
+    scan_bytes();
     if (broken_) return 0;
     // Bounded by one lap's payload even if the peer rewrote what was counted.
     return static_cast<size_t>(std::min<uint64_t>(scan_stream_ - delivered_, capacity_));
 }
 
+// Moves the FIN scan forward to `word`, never back (two pollers may race).
+void RingReader::note_fin_scan(uint64_t word) {
+    uint64_t cur = fin_scan_.load(std::memory_order_relaxed);
+    while (!(cur & 1) && static_cast<int64_t>((word & ~uint64_t{1}) - cur) >= 0 && cur != word &&
+           !fin_scan_.compare_exchange_weak(cur, word, std::memory_order_relaxed)) {}
+}
+
 bool RingReader::fin_landed() {
-    scan();
-    return !broken_ && scan_fin_;
+    if (broken_) return false;
+    const uint64_t word = fin_scan_.load(std::memory_order_relaxed);
+    if (word & 1) return true;  // the FIN is never consumed: once seen, for good
+    const uint64_t from = consumed_;
+    uint64_t pos = static_cast<int64_t>(word - from) < 0 ? from : word;
+    while (!broken_ && pos - from < capacity_) {
+        Record rec = inspect(pos, false);
+        if (rec.state != RingStatus::ok) break;
+        if (rec.kind == RecordKind::fin) {
+            note_fin_scan(pos | 1);
+            return true;
+        }
+        pos += record_bytes(rec.length);
+    }
+    note_fin_scan(pos);
+    return false;
 }
 
 bool RingReader::flush_consumed() {

@@ -13,6 +13,8 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
+
 #include <string>
 
 #include "record_sink.hpp"
@@ -33,13 +35,16 @@ public:
     // Discards up to len readable bytes (MSG_TRUNC-like helpers, doorbell-free drain).
     IoResult skip(size_t len);
 
-    // What a read would report right now: ok (data ready), would_block, eof, broken.
+    // What a read would report right now: ok (data ready), would_block, eof,
+    // broken (not latched: see inspect). Safe beside a reader in another thread.
     RingStatus poll();
-    // Complete payload bytes readable now without waiting.
+    // Complete payload bytes readable now without waiting. Called with the
+    // reading side's exclusion, as read() is (the read lock or busy word).
     size_t readable_bytes();
-    // True when the end-of-stream record has landed (possibly behind unread data).
+    // True when the end-of-stream record has landed (possibly behind unread
+    // data). Safe beside a reader in another thread (poll asks it unlocked).
     bool fin_landed();
-    // (Both look only at records that landed since the last ask: the scan
+    // (Both look only at records that landed since the last ask: the scans
     // below. A ring of small records made each poll or FIONREAD walk it all.)
 
     // Publish the consumed position now (the writer asked for space).
@@ -56,6 +61,7 @@ public:
         consumed_ = published_ = position;
         partial_ = partial;
         restart_scan();
+        fin_scan_.store(position & ~uint64_t{1}, std::memory_order_relaxed);
     }
     RingStatus status() const { return broken_ ? RingStatus::broken : RingStatus::ok; }
     const std::string& error() const { return error_; }
@@ -66,7 +72,12 @@ private:
         RecordKind kind;
         uint32_t length;
     };
-    Record inspect(uint64_t position);
+    // latch: a bad record breaks the ring (the reader's own looks, under its
+    // exclusion). poll() and fin_landed() run beside a reader in another thread
+    // and may look from a stale position whose record was consumed and
+    // rewritten meanwhile: they report `broken` without latching it, and the
+    // read that follows decides.
+    Record inspect(uint64_t position, bool latch = true);
     void release(uint64_t position, uint32_t length);
     IoResult readv_one(void* buf, size_t len, bool consume) {
         iovec one{buf, len};
@@ -76,9 +87,9 @@ private:
     void restart_scan() {
         scan_pos_ = consumed_;
         scan_stream_ = delivered_ - partial_;
-        scan_fin_ = false;
     }
-    void scan();
+    void scan_bytes();
+    void note_fin_scan(uint64_t word);
 
     uint8_t* ring_;
     uint64_t capacity_;
@@ -89,12 +100,17 @@ private:
     uint32_t partial_ = 0;    // payload bytes of the current record already delivered
     uint64_t published_ = 0;  // last position told to the writer
     uint64_t delivered_ = 0;  // payload bytes consumed, all time
-    // The scan ahead of the read position: records from consumed_ up to
-    // scan_pos_ are complete and counted; scan_stream_ is the stream offset
-    // (in delivered_'s units) where the record at scan_pos_ starts.
+    // The byte scan ahead of the read position (readable_bytes' exclusion):
+    // records from consumed_ up to scan_pos_ are complete and counted;
+    // scan_stream_ is the stream offset (in delivered_'s units) where the
+    // record at scan_pos_ starts.
     uint64_t scan_pos_ = 0;
     uint64_t scan_stream_ = 0;
-    bool scan_fin_ = false;   // the record at scan_pos_ is the end of stream
+    // The FIN scan, one word for unlocked callers: a position up to which every
+    // record is complete and not the FIN, bit 0 set when the record there is
+    // the FIN (positions are 8-aligned). Only ever moves forward; a claim about
+    // absolute positions stays true while the reader consumes.
+    std::atomic<uint64_t> fin_scan_{0};
     bool broken_ = false;
     std::string error_;
 };

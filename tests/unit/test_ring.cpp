@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "local_ring.hpp"
 
@@ -225,4 +226,44 @@ TEST_CASE("readable bytes and end of stream stay exact under any mix of calls") 
             REQUIRE(r.reader.status() == RingStatus::ok);
         }
     }
+}
+
+// poll() asks fin_landed() without the read lock, beside a reader in another
+// thread: it must never claim a FIN that was not written, and must see it once it was.
+TEST_CASE("the end of stream is seen by a poller beside a concurrent reader, never early") {
+    LocalRing r(4096);
+    constexpr uint64_t kTotal = 300000;
+    std::atomic<bool> fin_started{false}, done{false}, early{false};
+    std::thread writer([&] {
+        uint64_t sent = 0;
+        while (sent < kTotal) {
+            auto data = pattern(sent, std::min<uint64_t>(1 + sent % 13, kTotal - sent));
+            sent += r.writer.write(data.data(), data.size()).bytes;
+        }
+        fin_started = true;
+        while (r.writer.write_fin() != RingStatus::ok) std::this_thread::yield();
+    });
+    std::thread poller([&] {
+        // fin_started is set before the FIN is written: read after the look.
+        while (!done)
+            if (r.reader.fin_landed() && !fin_started.load()) early = true;
+    });
+    uint64_t got = 0;
+    std::vector<uint8_t> buf(100);
+    bool mismatch = false;
+    for (;;) {
+        IoResult res = r.reader.read(buf.data(), 1 + got % 97);
+        if (res.status == RingStatus::eof) break;
+        auto want = pattern(got, res.bytes);
+        mismatch |= !std::equal(want.begin(), want.end(), buf.begin());
+        got += res.bytes;
+    }
+    writer.join();
+    CHECK(r.reader.fin_landed());
+    done = true;
+    poller.join();
+    CHECK(got == kTotal);
+    CHECK_FALSE(mismatch);
+    CHECK_FALSE(early);
+    CHECK(r.reader.status() == RingStatus::ok);
 }

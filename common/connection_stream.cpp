@@ -113,7 +113,7 @@ namespace {
 ring::IoResult peek_count(ring::RingReader& rd, size_t len) {
     ring::IoResult r;
     r.bytes = std::min(len, rd.readable_bytes());
-    r.status = r.bytes > 0 ? ring::RingStatus::ok : rd.poll();
+    r.status = r.bytes > 0 ? ring::RingStatus::ok : rd.check_next();
     return r;
 }
 }  // namespace

@@ -156,11 +156,11 @@ IoResult RingReader::skip(size_t len) {
     return total;
 }
 
-RingStatus RingReader::poll() {
+RingStatus RingReader::look(bool latch) {
     if (broken_) return RingStatus::broken;
     // Bounded by one lap: footers bind positions, so a looping ring turns broken.
     for (uint64_t pos = consumed_; pos - consumed_ < capacity_;) {
-        Record rec = inspect(pos, false);
+        Record rec = inspect(pos, latch);
         if (rec.state != RingStatus::ok) return rec.state;
         if (rec.kind == RecordKind::fin) return RingStatus::eof;
         if (rec.kind == RecordKind::data && rec.length > (pos == consumed_ ? partial_ : 0)) return RingStatus::ok;
@@ -178,7 +178,7 @@ void RingReader::scan_bytes() {
         scan_pos_ - consumed_ >= capacity_)
         restart_scan();
     while (!broken_ && scan_pos_ - consumed_ < capacity_) {
-        Record rec = inspect(scan_pos_);
+        Record rec = inspect(scan_pos_, false);
         if (rec.state != RingStatus::ok || rec.kind == RecordKind::fin) return;
         scan_stream_ += rec.length;
         scan_pos_ += record_bytes(rec.length);

@@ -37,9 +37,15 @@ public:
 
     // What a read would report right now: ok (data ready), would_block, eof,
     // broken (not latched: see inspect). Safe beside a reader in another thread.
-    RingStatus poll();
-    // Complete payload bytes readable now without waiting. Called with the
+    RingStatus poll() { return look(false); }
+    // The same, as the reader's own look: a bad record breaks the ring, as a
+    // read would (call with the reading side's exclusion).
+    RingStatus check_next() { return look(true); }
+    // Complete payload bytes readable now without waiting, up to the first bad
+    // record (not latched either: only reads break the ring). Called with the
     // reading side's exclusion, as read() is (the read lock or busy word).
+    // Exact for an honest peer; a peer that rewrites records already counted
+    // gets a count that is only a hint, never more than the ring.
     size_t readable_bytes();
     // True when the end-of-stream record has landed (possibly behind unread
     // data). Safe beside a reader in another thread (poll asks it unlocked).
@@ -78,6 +84,7 @@ private:
     // rewritten meanwhile: they report `broken` without latching it, and the
     // read that follows decides.
     Record inspect(uint64_t position, bool latch = true);
+    RingStatus look(bool latch);
     void release(uint64_t position, uint32_t length);
     IoResult readv_one(void* buf, size_t len, bool consume) {
         iovec one{buf, len};

@@ -267,3 +267,32 @@ TEST_CASE("the end of stream is seen by a poller beside a concurrent reader, nev
     CHECK_FALSE(early);
     CHECK(r.reader.status() == RingStatus::ok);
 }
+
+// poll() from another thread looks from the reader's position as it last saw
+// it; by the time it inspects, the reader may have consumed that record and the
+// writer put the next lap's there. Such a look must never break the ring.
+TEST_CASE("a poller beside a fast reader never breaks the ring") {
+    LocalRing r(1024);
+    constexpr uint64_t kTotal = 2000000;
+    std::atomic<bool> done{false};
+    std::thread writer([&] {
+        for (uint64_t sent = 0; sent < kTotal && !done;) {  // (done: the reader gave up)
+            auto data = pattern(sent, std::min<uint64_t>(1 + sent % 29, kTotal - sent));
+            sent += r.writer.write(data.data(), data.size()).bytes;
+        }
+        while (!done && r.writer.write_fin() != RingStatus::ok) std::this_thread::yield();
+    });
+    std::thread poller([&] {
+        while (!done) (void)r.reader.poll(), (void)r.reader.fin_landed();
+    });
+    uint64_t got = 0;
+    std::vector<uint8_t> buf(64);
+    IoResult res;
+    while ((res = r.reader.read(buf.data(), buf.size())).status != RingStatus::eof && res.status != RingStatus::broken)
+        got += res.bytes;
+    done = true;
+    writer.join();
+    poller.join();
+    CHECK(r.reader.error() == "");
+    CHECK(got == kTotal);
+}

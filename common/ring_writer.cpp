@@ -50,10 +50,17 @@ bool RingWriter::has_space() {
     return refresh_consumed() && free_bytes() >= 2 * record_bytes(1);
 }
 
-bool RingWriter::writable() {
+// A look (poll asks it beside a writer in another thread): nothing stored,
+// nothing latched. This thread may not see written_ move past a record the
+// peer has already consumed and counted: such a counter means space, not a lie
+// (the writer's own refresh_consumed judges the peer).
+bool RingWriter::writable() const {
     if (status_ == RingStatus::broken) return false;
-    if (free_bytes() * 3 >= capacity_) return true;
-    return refresh_consumed() && free_bytes() * 3 >= capacity_;
+    const uint64_t written = written_;
+    uint64_t consumed = std::min(consumed_, written);
+    const uint64_t c = peer_consumed_->load(std::memory_order_acquire);
+    if (c > consumed && c % kAlign == 0) consumed = std::min(c, written);
+    return (capacity_ - (written - consumed)) * 3 >= capacity_;
 }
 
 // Copies `length` bytes out of the iovec cursor into one record and posts it.

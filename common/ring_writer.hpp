@@ -31,7 +31,8 @@ public:
     // POLLOUT as TCP defines it (sk_stream_is_writeable): at least a third of the
     // ring is free, so "poll for writable, then one blocking write of a normal
     // buffer" does not stall the way it would on a ring with a few bytes free.
-    bool writable();
+    // A look, safe beside a writer in another thread: it never breaks the ring.
+    bool writable() const;
     uint64_t capacity() const { return capacity_; }
     uint64_t written() const { return written_; }
     RingStatus status() const { return status_; }

@@ -20,7 +20,10 @@ struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
         last_staged = bytes;
         return ring + offset;
     }
-    bool post(uint64_t, uint64_t) override { return post_ok; }
+    bool post(uint64_t, uint64_t) override {
+        for (volatile int i = 0; i < post_spin; ++i) {}  // a transport that takes its time (a doorbell, a verbs post)
+        return post_ok;
+    }
     bool publish_consumed(uint64_t c) override {
         consumed.store(c, std::memory_order_release);
         ++publications;
@@ -33,6 +36,7 @@ struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
     uint64_t last_staged = 0;
     int publications = 0;
     bool post_ok = true;
+    int post_spin = 0;
     ring::RingWriter writer;
     ring::RingReader reader;
 };

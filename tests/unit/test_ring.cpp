@@ -296,3 +296,32 @@ TEST_CASE("a poller beside a fast reader never breaks the ring") {
     CHECK(r.reader.error() == "");
     CHECK(got == kTotal);
 }
+
+// poll() asks writable() beside a writer in another thread: the peer's counter
+// may already count a record whose end that thread has not seen the writer
+// store yet. A look must never take that for a lying peer.
+TEST_CASE("a poller asking for space beside a busy writer never breaks the ring") {
+    LocalRing r(1024);
+    r.post_spin = 200;  // widens the window between a record landing and written_ moving
+    constexpr uint64_t kTotal = 2000000;
+    std::atomic<bool> done{false};
+    std::thread poller([&] {
+        while (!done) (void)r.writer.writable();
+    });
+    std::thread reader([&] {
+        std::vector<uint8_t> buf(64);
+        uint64_t got = 0;
+        while (got < kTotal && !done) got += r.reader.read(buf.data(), buf.size()).bytes;
+    });
+    uint64_t sent = 0;
+    while (sent < kTotal && r.writer.status() == RingStatus::ok) {
+        auto data = pattern(sent, std::min<uint64_t>(1 + sent % 29, kTotal - sent));
+        sent += r.writer.write(data.data(), data.size()).bytes;
+    }
+    done = r.writer.status() != RingStatus::ok;  // a broken writer: let the reader go
+    reader.join();
+    done = true;
+    poller.join();
+    CHECK(r.writer.error() == "");
+    CHECK(sent == kTotal);
+}

@@ -13,8 +13,23 @@ namespace rdmasock {
 
 using namespace detail;
 
+// A blocking call holds its direction's lock while it waits (the kernel's
+// lets go of the socket lock while it sleeps): a call that may not block never
+// waits behind it. That writer waits for space, that reader for data, or each
+// takes what came: EAGAIN, as the kernel answers the thread that lost the race.
+bool Connection::lock_or_eagain(std::unique_lock<std::mutex>& lk, int flags) {
+    if (!(nonblocking() || (flags & MSG_DONTWAIT))) {
+        lk.lock();
+        return true;
+    }
+    if (lk.try_lock()) return true;
+    errno = EAGAIN;
+    return false;
+}
+
 ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
-    std::lock_guard<std::mutex> lk(write_mu_);
+    std::unique_lock<std::mutex> lk(write_mu_, std::defer_lock);
+    if (!lock_or_eagain(lk, flags)) return -1;
     if (!user_iov_ok(iov, iovcnt)) {
         errno = EFAULT;  // no process maps it; other bad buffers fault in the guarded copy
         return -1;
@@ -119,7 +134,9 @@ ring::IoResult peek_count(ring::RingReader& rd, size_t len) {
 }  // namespace
 
 ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
-    std::lock_guard<std::mutex> lk(read_mu_);
+    if (shut_rd_) return 0;
+    std::unique_lock<std::mutex> lk(read_mu_, std::defer_lock);
+    if (!lock_or_eagain(lk, flags)) return -1;
     if (shut_rd_) return 0;
     const bool peek = flags & MSG_PEEK;
     const bool fault = !(flags & MSG_TRUNC) && !user_iov_ok(iov, iovcnt);
@@ -305,18 +322,23 @@ ssize_t Connection::recv_nothing(bool nb) {
     return 0;
 }
 
+// FIONREAD and the EPOLLET arrival count may be asked while another thread
+// reads, and a blocking reader holds read_mu_ for as long as it waits: TCP
+// answers at once, so these never wait for it. Without the lock the ring is
+// walked (a look) instead of scanned.
 size_t Connection::readable_bytes() {
     if (phase() == Phase::rv_accepted) return kernel_inq(fd_);
     if (phase() != Phase::upgraded) return 0;
-    std::lock_guard<std::mutex> lk(read_mu_);
+    std::unique_lock<std::mutex> lk(read_mu_, std::try_to_lock);
     if (rx_on_tcp()) return kernel_inq(fd_);
-    return transport_->reader().readable_bytes();
+    ring::RingReader& rd = transport_->reader();
+    return lk.owns_lock() ? rd.readable_bytes() : rd.readable_bytes_look();
 }
 
 uint64_t Connection::arrivals() {
     const Phase ph = phase();
     if (ph != Phase::upgraded && ph != Phase::rv_accepted) return 0;
-    std::lock_guard<std::mutex> lk(read_mu_);
+    std::unique_lock<std::mutex> lk(read_mu_, std::try_to_lock);
     if (ph == Phase::rv_accepted || rx_on_tcp()) {
         // Still reading the peer's TCP bytes: what landed there, and its FIN once.
         size_t q = kernel_inq(fd_);
@@ -330,7 +352,7 @@ uint64_t Connection::arrivals() {
     // The FIN record is never consumed and peer_closed_ never clears: +1 once, for
     // good. A reset is that end too (it may be seen before the socket's EOF is).
     const bool ended = rd.fin_landed() || peer_closed_.load() || peer_reset_.load();
-    return tcp_rx_.load() + rx_bytes_ + rd.readable_bytes() + (ended ? 1 : 0);
+    return tcp_rx_.load() + rx_bytes_ + (lk.owns_lock() ? rd.readable_bytes() : rd.readable_bytes_look()) + (ended ? 1 : 0);
 }
 
 }  // namespace rdmasock

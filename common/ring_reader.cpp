@@ -192,6 +192,20 @@ size_t RingReader::readable_bytes() {
     return static_cast<size_t>(std::min<uint64_t>(scan_stream_ - delivered_, capacity_));
 }
 
+size_t RingReader::readable_bytes_look() {
+    size_t n = 0;
+    uint64_t from = consumed_, pos = from;
+    uint32_t partial = partial_;
+    while (!broken_ && pos - from < capacity_) {
+        Record rec = inspect(pos, false);
+        if (rec.state != RingStatus::ok || rec.kind == RecordKind::fin) break;
+        n += rec.length > partial ? rec.length - partial : 0;
+        partial = 0;
+        pos += record_bytes(rec.length);
+    }
+    return n;
+}
+
 // Moves the FIN scan forward to `word`, never back (two pollers may race).
 void RingReader::note_fin_scan(uint64_t word) {
     uint64_t cur = fin_scan_.load(std::memory_order_relaxed);

@@ -47,6 +47,10 @@ public:
     // Exact for an honest peer; a peer that rewrites records already counted
     // gets a count that is only a hint, never more than the ring.
     size_t readable_bytes();
+    // The same counted by walking the ring (O(records), nothing stored): for a
+    // caller that cannot have the readers' exclusion (a reader blocked in
+    // another thread holds it for as long as it waits).
+    size_t readable_bytes_look();
     // True when the end-of-stream record has landed (possibly behind unread
     // data). Safe beside a reader in another thread (poll asks it unlocked).
     bool fin_landed();

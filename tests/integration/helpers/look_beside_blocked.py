@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Calls that must answer at once while another thread is blocked on the same socket: FIONREAD,
+epoll (edge- and level-triggered), select, poll, a MSG_DONTWAIT recv beside a blocked recv, a send
+the other way, a MSG_DONTWAIT send beside a blocked send. TCP answers each at once; the shim's
+blocking reader or writer held its direction's lock while it waited, and these waited behind it
+(FIONREAD hung for good: the data that would have woken the reader was to come from this thread).
+Each step has 20 s before faulthandler ends the run (the transcript then falls short).
+"""
+import array
+import errno
+import faulthandler
+import fcntl
+import select
+import socket
+import sys
+import termios
+import threading
+import time
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from settled_pair import settled_pair
+
+c, s = settled_pair()
+
+
+def step(name, fn):
+    faulthandler.dump_traceback_later(20, exit=True)
+    try:
+        out = fn()
+    except OSError as e:
+        out = errno.errorcode.get(e.errno, e.errno)
+    faulthandler.cancel_dump_traceback_later()
+    print(f"{name}: {out}", flush=True)
+
+
+def fionread(sock):
+    buf = array.array("i", [0])
+    fcntl.ioctl(sock.fileno(), termios.FIONREAD, buf)
+    return buf[0]
+
+
+def epoll_once(flags):
+    ep = select.epoll()
+    ep.register(c.fileno(), flags)
+    try:
+        return [(fd == c.fileno(), ev) for fd, ev in ep.poll(0.3)]
+    finally:
+        ep.close()
+
+
+# A reader blocked in recv on c.
+got = []
+reader = threading.Thread(target=lambda: got.append(c.recv(10)))
+reader.start()
+time.sleep(0.5)
+step("FIONREAD beside a blocked recv", lambda: fionread(c))
+step("epoll ET beside a blocked recv", lambda: epoll_once(select.EPOLLIN | select.EPOLLET))
+step("epoll LT beside a blocked recv", lambda: epoll_once(select.EPOLLIN))
+step("select beside a blocked recv", lambda: select.select([c], [], [], 0.3)[0] != [])
+step("poll beside a blocked recv", lambda: [ev for _, ev in (lambda p: (p.register(c, select.POLLIN), p.poll(300))[1])(select.poll())])
+step("recv MSG_DONTWAIT beside a blocked recv", lambda: c.recv(10, socket.MSG_DONTWAIT))
+step("send the other way beside a blocked recv", lambda: c.send(b"x"))
+step("the peer gets it", lambda: s.recv(10))
+step("the peer answers; the blocked recv gets", lambda: (s.sendall(b"late"), reader.join(20), got)[2])
+
+# A writer blocked in send on c (the peer reads nothing for now).
+big = b"w" * (64 << 20)
+writer = threading.Thread(target=lambda: c.sendall(big))
+writer.start()
+time.sleep(1.0)
+extra = []
+
+
+def send_dontwait():
+    # Either answer is TCP's (it depends on where the blocked sendall is): it must just answer.
+    try:
+        extra.append(c.send(b"y", socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        pass
+    return "answered"
+
+
+step("send MSG_DONTWAIT beside a blocked send", send_dontwait)
+step("select for writing beside a blocked send", lambda: select.select([], [c], [], 0.3)[1] != [])
+
+
+def drain():
+    n = 0
+    s.settimeout(20)
+    while n < len(big) + sum(extra):
+        n += len(s.recv(1 << 20))
+    return "all" if n == len(big) + sum(extra) else n
+
+
+step("the peer drains", drain)
+writer.join(20)
+print("writer done:", not writer.is_alive(), flush=True)
+c.close()
+s.close()

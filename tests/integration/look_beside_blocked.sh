@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Looks (FIONREAD, epoll ET/LT, select, poll) and calls that may not block (MSG_DONTWAIT recv and
+# send), made while another thread is blocked in recv or send on the same socket, answer at once
+# as on TCP: same transcript over plain TCP and under the shim (both ends in one process, on shm).
+# Before: a blocked reader held the read lock while it waited, and FIONREAD waited behind it for good.
+. "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
+it_need_python
+compare_transcripts "$ROOT/tests/integration/helpers/look_beside_blocked.py" client 1 server 1
+it_finish

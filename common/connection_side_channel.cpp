@@ -118,7 +118,10 @@ ssize_t Connection::tcp_send_locked(const iovec* iov, int iovcnt, int flags) {
 ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     ssize_t n;
     {
-        std::unique_lock<std::mutex> lk(read_mu_);
+        // (A blocking kernel recv holds read_mu_ so that no switch passes it; a
+        // call that may not block does not wait behind it: lock_or_eagain.)
+        std::unique_lock<std::mutex> lk(read_mu_, std::defer_lock);
+        if (!lock_or_eagain(lk, flags)) return -1;
         const Phase ph = phase();
         if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered && ph != Phase::plain) {
             lk.unlock();  // another thread moved the rendezvous on meanwhile

@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from settled_pair import settled_pair
 
-c, s = settled_pair()
+
 
 
 def step(name, fn):
@@ -47,6 +47,26 @@ def epoll_once(flags):
     finally:
         ep.close()
 
+
+# First on a fresh connection whose server has made no call yet (under the shim: still in the
+# same-host rendezvous, where a blocking recv waits in the kernel holding the read lock).
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+fresh = socket.create_connection(ls.getsockname())
+quiet, _ = ls.accept()
+ls.close()
+early = []
+early_reader = threading.Thread(target=lambda: early.append(fresh.recv(10)))
+early_reader.start()
+time.sleep(0.5)
+step("fresh connection: recv MSG_DONTWAIT beside a blocked recv", lambda: fresh.recv(10, socket.MSG_DONTWAIT))
+step("fresh connection: FIONREAD beside a blocked recv", lambda: fionread(fresh))
+step("fresh connection: the server speaks; the blocked recv gets", lambda: (quiet.sendall(b"hi"), early_reader.join(20), early)[2])
+fresh.close()
+quiet.close()
+
+c, s = settled_pair()
 
 # A reader blocked in recv on c.
 got = []

@@ -33,6 +33,7 @@
 #include <mutex>
 #include <string>
 
+#include "owner_written.hpp"
 #include "back_marker.hpp"
 #include "config.hpp"
 #include "handshake.hpp"
@@ -198,6 +199,7 @@ private:
     void accept_rdma(const handshake::Message& hello, handshake::Message& reply);
     // Blocks (honouring timeouts) until the handshake leaves its waiting phase.
     bool settle(int flags, bool for_write);
+    size_t ring_readable(uint64_t* delivered);
     // Peeks at the kernel buffer: the parsed message, or eof/empty.
     handshake::ParseResult peek_message(bool* eof, bool* empty);
     bool send_message(const handshake::Message& m);
@@ -347,7 +349,7 @@ private:
     void claim_rendezvous();
     bool forked_during_rendezvous();
     uint64_t inode_ = 0;
-    uint64_t tx_bytes_ = 0, rx_bytes_ = 0;
+    OwnerWritten<uint64_t> tx_bytes_{0}, rx_bytes_{0};  // through the rings (stats and edge counts look unlocked)
     std::unique_ptr<ShmRendezvous> rv_;
     uint64_t tcp_tx_ = 0;                 // bytes sent over TCP before the ring took over
     std::atomic<uint64_t> tcp_rx_{0};     // bytes received over TCP (side-channel path)

@@ -329,8 +329,19 @@ ssize_t Connection::recv_nothing(bool nb) {
 size_t Connection::readable_bytes() {
     if (phase() == Phase::rv_accepted) return kernel_inq(fd_);
     if (phase() != Phase::upgraded) return 0;
-    std::unique_lock<std::mutex> lk(read_mu_, std::try_to_lock);
     if (rx_on_tcp()) return kernel_inq(fd_);
+    return ring_readable(nullptr);
+}
+
+// What the ring holds unread: counted from the scan with the readers'
+// exclusion, else walked (a reader blocked in another thread holds the lock for
+// as long as it waits). *delivered (the ring bytes read so far) is read first,
+// before the ring's read position: a reader consuming meanwhile makes
+// delivered + readable smaller, never larger, so an edge count built on it
+// never counts a byte twice.
+size_t Connection::ring_readable(uint64_t* delivered) {
+    std::unique_lock<std::mutex> lk(read_mu_, std::try_to_lock);
+    if (delivered) *delivered = rx_bytes_;
     ring::RingReader& rd = transport_->reader();
     return lk.owns_lock() ? rd.readable_bytes() : rd.readable_bytes_look();
 }
@@ -338,7 +349,6 @@ size_t Connection::readable_bytes() {
 uint64_t Connection::arrivals() {
     const Phase ph = phase();
     if (ph != Phase::upgraded && ph != Phase::rv_accepted) return 0;
-    std::unique_lock<std::mutex> lk(read_mu_, std::try_to_lock);
     if (ph == Phase::rv_accepted || rx_on_tcp()) {
         // Still reading the peer's TCP bytes: what landed there, and its FIN once.
         size_t q = kernel_inq(fd_);
@@ -352,7 +362,9 @@ uint64_t Connection::arrivals() {
     // The FIN record is never consumed and peer_closed_ never clears: +1 once, for
     // good. A reset is that end too (it may be seen before the socket's EOF is).
     const bool ended = rd.fin_landed() || peer_closed_.load() || peer_reset_.load();
-    return tcp_rx_.load() + rx_bytes_ + (lk.owns_lock() ? rd.readable_bytes() : rd.readable_bytes_look()) + (ended ? 1 : 0);
+    uint64_t delivered = 0;
+    const size_t readable = ring_readable(&delivered);
+    return tcp_rx_.load() + delivered + readable + (ended ? 1 : 0);
 }
 
 }  // namespace rdmasock

@@ -156,17 +156,28 @@ IoResult RingReader::skip(size_t len) {
     return total;
 }
 
+template <class Visit>
+RingReader::Walked RingReader::walk(uint64_t pos, uint64_t from, bool latch, Visit&& visit) {
+    while (!broken_ && pos - from < capacity_) {
+        Record rec = inspect(pos, latch);
+        if (rec.state != RingStatus::ok) return {rec.state, pos};
+        if (!visit(pos, rec)) return {RingStatus::ok, pos};
+        pos += record_bytes(rec.length);
+    }
+    return {broken_ ? RingStatus::broken : RingStatus::would_block, pos};
+}
+
 RingStatus RingReader::look(bool latch) {
     if (broken_) return RingStatus::broken;
-    // Bounded by one lap: footers bind positions, so a looping ring turns broken.
-    for (uint64_t pos = consumed_; pos - consumed_ < capacity_;) {
-        Record rec = inspect(pos, latch);
-        if (rec.state != RingStatus::ok) return rec.state;
-        if (rec.kind == RecordKind::fin) return RingStatus::eof;
-        if (rec.kind == RecordKind::data && rec.length > (pos == consumed_ ? partial_ : 0)) return RingStatus::ok;
-        pos += record_bytes(rec.length);  // wrap marker or empty record
-    }
-    return RingStatus::would_block;
+    const uint64_t from = consumed_;
+    const uint32_t partial = partial_;
+    RingStatus found = RingStatus::would_block;
+    Walked w = walk(from, from, latch, [&](uint64_t pos, const Record& rec) {
+        if (rec.kind == RecordKind::fin) found = RingStatus::eof;
+        else if (rec.kind == RecordKind::data && rec.length > (pos == from ? partial : 0)) found = RingStatus::ok;
+        return found == RingStatus::would_block;  // past wrap markers and empty records
+    });
+    return w.state == RingStatus::ok ? found : w.state;
 }
 
 // Records are immutable once complete (until this reader zeroes them), so
@@ -177,12 +188,11 @@ void RingReader::scan_bytes() {
     if (static_cast<int64_t>(scan_pos_ - consumed_) < 0 || static_cast<int64_t>(scan_stream_ - delivered_) < 0 ||
         scan_pos_ - consumed_ >= capacity_)
         restart_scan();
-    while (!broken_ && scan_pos_ - consumed_ < capacity_) {
-        Record rec = inspect(scan_pos_, false);
-        if (rec.state != RingStatus::ok || rec.kind == RecordKind::fin) return;
-        scan_stream_ += rec.length;
-        scan_pos_ += record_bytes(rec.length);
-    }
+    scan_pos_ = walk(scan_pos_, consumed_, false, [&](uint64_t, const Record& rec) {
+                    if (rec.kind == RecordKind::fin) return false;
+                    scan_stream_ += rec.length;
+                    return true;
+                }).pos;
 }
 
 size_t RingReader::readable_bytes() {
@@ -194,15 +204,14 @@ size_t RingReader::readable_bytes() {
 
 size_t RingReader::readable_bytes_look() {
     size_t n = 0;
-    uint64_t from = consumed_, pos = from;
+    const uint64_t from = consumed_;
     uint32_t partial = partial_;
-    while (!broken_ && pos - from < capacity_) {
-        Record rec = inspect(pos, false);
-        if (rec.state != RingStatus::ok || rec.kind == RecordKind::fin) break;
+    walk(from, from, false, [&](uint64_t, const Record& rec) {
+        if (rec.kind == RecordKind::fin) return false;
         n += rec.length > partial ? rec.length - partial : 0;
         partial = 0;
-        pos += record_bytes(rec.length);
-    }
+        return true;
+    });
     return n;
 }
 
@@ -218,18 +227,11 @@ bool RingReader::fin_landed() {
     const uint64_t word = fin_scan_.load(std::memory_order_relaxed);
     if (word & 1) return true;  // the FIN is never consumed: once seen, for good
     const uint64_t from = consumed_;
-    uint64_t pos = static_cast<int64_t>(word - from) < 0 ? from : word;
-    while (!broken_ && pos - from < capacity_) {
-        Record rec = inspect(pos, false);
-        if (rec.state != RingStatus::ok) break;
-        if (rec.kind == RecordKind::fin) {
-            note_fin_scan(pos | 1);
-            return true;
-        }
-        pos += record_bytes(rec.length);
-    }
-    note_fin_scan(pos);
-    return false;
+    Walked w = walk(static_cast<int64_t>(word - from) < 0 ? from : word, from, false,
+                    [](uint64_t, const Record& rec) { return rec.kind != RecordKind::fin; });
+    const bool fin = w.state == RingStatus::ok;
+    note_fin_scan(fin ? w.pos | 1 : w.pos);
+    return fin;
 }
 
 bool RingReader::flush_consumed() {

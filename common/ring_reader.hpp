@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "owner_written.hpp"
 #include "record_sink.hpp"
 #include "ring_format.hpp"
 #include "ring_io.hpp"
@@ -88,6 +89,18 @@ private:
     // rewritten meanwhile: they report `broken` without latching it, and the
     // read that follows decides.
     Record inspect(uint64_t position, bool latch = true);
+    // Where a walk stopped: ok = visit said stop at `pos`; would_block = the
+    // record at `pos` has not landed, or a whole lap was walked; broken = the
+    // record at `pos` is bad.
+    struct Walked {
+        RingStatus state;
+        uint64_t pos;
+    };
+    // The one loop over complete records: from `pos` on, while within one lap
+    // of `from` (footers bind positions, so a looping ring turns broken).
+    // visit(position, record) returns false to stop at that record.
+    template <class Visit>
+    Walked walk(uint64_t pos, uint64_t from, bool latch, Visit&& visit);
     RingStatus look(bool latch);
     void release(uint64_t position, uint32_t length);
     IoResult readv_one(void* buf, size_t len, bool consume) {
@@ -107,8 +120,9 @@ private:
     uint64_t mask_;
     uint32_t max_payload_;
     ConsumedPublisher& publisher_;
-    uint64_t consumed_ = 0;   // absolute position of the current record
-    uint32_t partial_ = 0;    // payload bytes of the current record already delivered
+    // Read by unlocked lookers (poll, fin_landed, readable_bytes_look) too.
+    OwnerWritten<uint64_t> consumed_{0};  // absolute position of the current record
+    OwnerWritten<uint32_t> partial_{0};   // payload bytes of the current record already delivered
     uint64_t published_ = 0;  // last position told to the writer
     uint64_t delivered_ = 0;  // payload bytes consumed, all time
     // The byte scan ahead of the read position (readable_bytes' exclusion):
@@ -122,7 +136,7 @@ private:
     // the FIN (positions are 8-aligned). Only ever moves forward; a claim about
     // absolute positions stays true while the reader consumes.
     std::atomic<uint64_t> fin_scan_{0};
-    bool broken_ = false;
+    OwnerWritten<bool> broken_{false};
     std::string error_;
 };
 

@@ -57,7 +57,7 @@ bool RingWriter::has_space() {
 bool RingWriter::writable() const {
     if (status_ == RingStatus::broken) return false;
     const uint64_t written = written_;
-    uint64_t consumed = std::min(consumed_, written);
+    uint64_t consumed = std::min(consumed_.get(), written);
     const uint64_t c = peer_consumed_->load(std::memory_order_acquire);
     if (c > consumed && c % kAlign == 0) consumed = std::min(c, written);
     return (capacity_ - (written - consumed)) * 3 >= capacity_;
@@ -152,7 +152,7 @@ RingStatus RingWriter::write_fin() {
     uint64_t tail = capacity_ - (written_ & mask_);
     uint64_t need = tail == kAlign ? 2 * kAlign : kAlign;
     if (free_bytes() < need && (!refresh_consumed() || free_bytes() < need))
-        return status_ == RingStatus::broken ? status_ : RingStatus::would_block;
+        return status_ == RingStatus::broken ? RingStatus::broken : RingStatus::would_block;
     int none = 0;
     size_t zero = 0;
     const iovec* nil = nullptr;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <string>
 
+#include "owner_written.hpp"
 #include "record_sink.hpp"
 #include "ring_format.hpp"
 #include "ring_io.hpp"
@@ -50,10 +51,11 @@ private:
     uint32_t max_payload_;
     RecordSink& sink_;
     const std::atomic<uint64_t>* peer_consumed_;
-    uint64_t written_ = 0;   // absolute position of the next record
-    uint64_t consumed_ = 0;  // last validated value of *peer_consumed_
+    // Read by writable()'s unlocked lookers too.
+    OwnerWritten<uint64_t> written_{0};   // absolute position of the next record
+    OwnerWritten<uint64_t> consumed_{0};  // last validated value of *peer_consumed_
     bool fin_sent_ = false;
-    RingStatus status_ = RingStatus::ok;
+    OwnerWritten<RingStatus> status_{RingStatus::ok};
     std::string error_;
 };
 

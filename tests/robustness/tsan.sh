@@ -25,15 +25,10 @@ check_tsan() {  # LABEL RC LOG...
     else log "ok $label"; fi
 }
 
-# Also left out: the pollers beside a reader or a writer (test_ring.cpp). They read the reader's
-# position or the writer's counters unlocked, as poll() does in the shim (plain aligned 64-bit
-# loads; a stale value is never taken for a broken ring: ring_reader.hpp inspect, ring_writer.hpp
-# writable), and inspect records the reader is zeroing: races by design that TSan reports.
+# The pollers beside a reader or a writer (test_ring.cpp) run too: the counters they read unlocked
+# are OwnerWritten atomics; the ring memory the reader zeroes under them is tsan.supp's one entry.
 RDMASOCK_TEST_RECORDS=${RDMASOCK_TEST_RECORDS:-200000} "$BUILD/unit-tests" \
-    "~every payload size from 0 to the largest record round-trips" \
-    "~the end of stream is seen by a poller beside a concurrent reader*" \
-    "~a poller beside a fast reader never breaks the ring" \
-    "~a poller asking for space beside a busy writer never breaks the ring" >"$T/unit.log" 2>&1
+    "~every payload size from 0 to the largest record round-trips" >"$T/unit.log" 2>&1
 rc=$?
 log "$(grep -E '^(All tests passed|test cases:)' "$T/unit.log")"
 check_tsan "unit tests" $rc "$T/unit.log"

@@ -21,7 +21,8 @@ struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
         return ring + offset;
     }
     bool post(uint64_t, uint64_t) override {
-        for (volatile int i = 0; i < post_spin; ++i) {}  // a transport that takes its time (a doorbell, a verbs post)
+        // A transport that takes its time (a doorbell, a verbs post).
+        for (int i = 0; i < post_spin; ++i) asm volatile("" ::: "memory");
         return post_ok;
     }
     bool publish_consumed(uint64_t c) override {

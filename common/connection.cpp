@@ -67,11 +67,20 @@ Connection::~Connection() {
     if (own_fd_) retire_fd();
 }
 
+bool Connection::stream_closed() {
+    return peer_reset_.load() || (shut_wr_ && (peer_closed_.load() || transport_->reader().fin_landed()));
+}
+
+bool Connection::unread_at_close() {
+    if (rx_on_tcp() || rx_back()) return false;  // the kernel holds them, and resets itself
+    return transport_->reader().readable_bytes_look() > 0;
+}
+
 bool Connection::abortive_close() const {
     linger l{};
     socklen_t len = sizeof l;
     int saved = errno;
-    bool abort = ::getsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
+    bool abort = kernel_sockopt_get(fd_, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
     errno = saved;
     return abort;
 }
@@ -362,6 +371,11 @@ int Connection::shutdown(int how) {
         }
         return 0;
     }
+    // A socket whose stream ended both ways (our FIN sent and the peer's
+    // landed) or was reset is TCP_CLOSE: shutdown says ENOTCONN, and still
+    // takes effect (inet_shutdown).
+    note_reader_state();
+    const bool ended = stream_closed();
     if (rd) shut_rd_ = true;
     // In band, on the way back: our unread ring bytes go over TCP before the
     // kernel's FIN (hand_over waits for the peer's marker).
@@ -388,6 +402,7 @@ int Connection::shutdown(int how) {
         }
     }
     wake_local();  // blocked readers return, epoll sets look again
+    if (ended) return errno = ENOTCONN, -1;
     return 0;
 }
 
@@ -412,6 +427,31 @@ void Connection::close_last_reference() {
         bool eof, empty;
         auto r = peek_message(&eof, &empty);
         if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);
+    }
+    // TCP's close sends a RST instead of a FIN when bytes were left unread: so
+    // does ours (SO_LINGER 0 on the kernel socket), and the peer's writer, which
+    // may never look at its socket, reads which it was in the ring it writes.
+    // Only a sole owner: a forked child may still read, and only the kernel
+    // knows when the socket is gone then.
+    if (phase() == Phase::upgraded && owned_by_this_process() && fork_gen_ == fork_generation()) {
+        bool aborted = abortive_close();
+        if (stream_closed()) {
+            // TCP_CLOSE already: TCP's close sends nothing, with or without
+            // SO_LINGER 0; the kernel socket, which carried no FIN, sends a FIN.
+            if (aborted) {
+                linger off{0, 0};
+                kernel_sockopt_set(fd_, SO_LINGER, &off, sizeof off);
+            }
+            aborted = false;
+        } else if (!aborted && unread_at_close()) {
+            linger l{1, 0};
+            const int saved = errno;
+            aborted = kernel_sockopt_set(fd_, SO_LINGER, &l, sizeof l) == 0;
+            errno = saved;
+            RS_LOG(debug, "fd %d: closed with unread bytes: a reset, as TCP's", fd_);
+        }
+        if (RingControl* c = transport_->rx_control())
+            c->reader_state.store(aborted ? RingControl::aborted : RingControl::closed, std::memory_order_release);
     }
     // SO_LINGER {1, 0}: no end-of-stream record; the kernel's RST at the close
     // tells the peer, which then reports ECONNRESET as TCP would.

@@ -103,6 +103,9 @@ public:
     // `flags` are the socket MSG_* flags of the application call.
     ssize_t send(const iovec* iov, int iovcnt, int flags);
     ssize_t recv(const iovec* iov, int iovcnt, int flags);
+    // The error the peer's reset left owed (TCP's sk_err), taken: the next
+    // failing call reports it, or getsockopt(SO_ERROR) takes it; 0 if none.
+    int take_pending_err();
     // Bytes readable now (FIONREAD), for upgraded connections.
     size_t readable_bytes();
     // Grows with every byte that lands and once more when the end of stream
@@ -322,7 +325,23 @@ private:
     bool drain_if_free();
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
-    std::atomic<bool> rst_pending_{false};  // an ECONNRESET owed to the next failing send
+    // TCP's sk_err after the peer's RST: the error the next failing call reports
+    // once (ECONNRESET, or EPIPE when the RST came after the peer's FIN); 0 when
+    // none is owed. POLLERR while one is.
+    std::atomic<int> pending_err_{0};
+    // The reset's error was reported: later reads see the end of the stream,
+    // as on TCP, unless the transport itself failed (always ECONNRESET then).
+    std::atomic<bool> reset_reported_{false};
+    // The peer closed its socket (RingControl::reader_state) and a send went
+    // out since: the RST TCP would have drawn is here.
+    std::atomic<bool> sent_after_close_{false};
+    // The reader's state the peer left in the ring we write (shared memory only).
+    void note_reader_state();
+    // At our last close: bytes left unread make TCP's close a RST.
+    bool unread_at_close();
+    // What TCP_CLOSE is on a ring: reset, or ended both ways (our FIN sent and
+    // the peer's landed). shutdown says ENOTCONN then; a RST changes nothing.
+    bool stream_closed();
     std::atomic<bool> peer_fin_{false};  // side channel: the peer's FIN seen while its bytes still come over TCP
     // A FIN while the peer's bytes still come over TCP may be a half-close: its
     // reader then goes on. Only when its socket is gone (sock_diag; looked up at

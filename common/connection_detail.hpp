@@ -70,6 +70,15 @@ inline size_t kernel_inq(int fd) {
     return q > 0 ? static_cast<size_t>(q) : 0;
 }
 
+// SOL_SOCKET options from the kernel itself: getsockopt is interposed (SO_ERROR
+// takes what a ring owes), and the close path may hold the fd table's locks.
+inline int kernel_sockopt_get(int fd, int name, void* value, socklen_t* len) {
+    return static_cast<int>(syscall(SYS_getsockopt, fd, SOL_SOCKET, name, value, len));
+}
+inline int kernel_sockopt_set(int fd, int name, const void* value, socklen_t len) {
+    return static_cast<int>(syscall(SYS_setsockopt, fd, SOL_SOCKET, name, value, len));
+}
+
 // The kernel's shutdown(2): ::shutdown is interposed, and for a connection
 // still marked upgraded it would only end the ring.
 inline void kernel_shutdown(int fd, int how) {

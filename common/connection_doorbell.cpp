@@ -80,8 +80,9 @@ void Connection::drain_locked(bool look_tcp) {
         reset_both("bytes on the TCP stream after the switch to the ring (written around the shim)");
     } else if (errno == ECONNRESET) {
         // The peer's RST (SO_LINGER 0, or unread data at its close): ECONNRESET
-        // for our reader, not EOF, as TCP reports it.
-        peer_reset_.store(true);
+        // for our reader, not EOF, as TCP reports it (our peek took the
+        // kernel's error: it is ours to report once).
+        if (!peer_reset_.exchange(true)) pending_err_.store(ECONNRESET);
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         peer_reset_.store(true);
         peer_closed_.store(true);
@@ -226,6 +227,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     // We asked the peer to send our unread ring bytes again over TCP: until it
     // has, nothing is readable (the ring's bytes are no longer ours to read).
     auto st = rx_waiting_back() ? ring::RingStatus::would_block : transport_->reader().poll();
+    note_reader_state();
     const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
     if (st == ring::RingStatus::ok) {
         r |= in;
@@ -240,7 +242,8 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     // Shut for writing: writable, the write fails with EPIPE (as tcp_poll says).
     if (out_left && (closed || reset || shut_wr_ || (!tx_waits && (transport_->writer().writable() || fin_peer_gone()))))
         r |= out_left;
-    if (reset) r |= reset_events;
+    // POLLERR while the reset's error is owed (TCP's sk_err); a failed transport always.
+    if (reset) r |= static_cast<short>(reset_events & ~(reset_reported_.load() && pending_err_.load() == 0 && !transport_failed() ? POLLERR : 0));
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
     if (both_shut(closed || st == ring::RingStatus::eof || transport_->reader().fin_landed())) r |= POLLHUP;
     return r;

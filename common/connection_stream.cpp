@@ -39,6 +39,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     auto& w = transport_->writer();
     size_t total = 0;
     for (;;) {
+        note_reader_state();
         const bool failed = transport_failed();  // in band: starts the way back instead (false)
         if (!failed && w.status() == ring::RingStatus::broken) begin_way_back("send ring broken: " + w.error());
         const bool going_back = marker_out();
@@ -48,9 +49,11 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd_, shut_wr_.load(), peer_reset_.load(),
                    peer_closed_.load(), ring::to_string(w.status()));
             errno = shut_wr_ || peer_reset_.load() ? EPIPE : ECONNRESET;
-            // The peer went away with our bytes unread: TCP's RST, reported once
-            // as ECONNRESET (without SIGPIPE), EPIPE after that.
-            if (errno == EPIPE && !shut_wr_ && rst_pending_.exchange(false)) errno = ECONNRESET;
+            // The peer's RST: its error once (ECONNRESET without SIGPIPE, or
+            // EPIPE), then EPIPE; also past our own SHUT_WR (sk_stream_error).
+            if (errno == EPIPE) {
+                if (int e = take_pending_err()) errno = e;
+            }
             if (errno == EPIPE) raise_sigpipe(flags);
             return -1;
         }
@@ -93,6 +96,10 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             total += r.bytes;
             tx_bytes_ += r.bytes;
             ring_doorbell();
+            // Bytes to a socket that is gone draw TCP's RST: the next call fails.
+            if (RingControl* c = transport_->tx_control();
+                c && c->reader_state.load(std::memory_order_acquire) == RingControl::closed && !sent_after_close_.exchange(true))
+                note_reader_state();
             if (r.fault || total == want) return static_cast<ssize_t>(total);
             continue;
         }
@@ -104,7 +111,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         send_full_.fetch_add(1, std::memory_order_relaxed);
         if (!w.has_space() && reader_gone()) {
             // A full ring nobody will ever read: the RST TCP would have seen.
-            if (!peer_reset_.exchange(true)) rst_pending_.store(true);
+            if (!peer_reset_.exchange(true)) pending_err_.store(ECONNRESET);
             continue;
         }
         if (nb) {
@@ -119,7 +126,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             errno = res == Wait::timeout ? EAGAIN : EINTR;
             return -1;
         }
-        if (!w.has_space() && reader_gone() && !peer_reset_.exchange(true)) rst_pending_.store(true);  // nobody will ever read
+        if (!w.has_space() && reader_gone() && !peer_reset_.exchange(true)) pending_err_.store(ECONNRESET);  // nobody will ever read
     }
 }
 
@@ -133,11 +140,12 @@ ring::IoResult peek_count(ring::RingReader& rd, size_t len) {
 }
 }  // namespace
 
+// After shutdown(SHUT_RD) TCP still hands out what is queued, and what arrives
+// later too; only where a read would wait does it return 0 (tcp_recvmsg checks
+// RCV_SHUTDOWN when the queue is empty). So does the ring.
 ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
-    if (shut_rd_) return 0;
     std::unique_lock<std::mutex> lk(read_mu_, std::defer_lock);
-    if (!lock_or_eagain(lk, flags)) return -1;
-    if (shut_rd_) return 0;
+    if (!lock_or_eagain(lk, flags)) return shut_rd_ ? 0 : -1;  // a blocked reader holds it
     const bool peek = flags & MSG_PEEK;
     const bool fault = !(flags & MSG_TRUNC) && !user_iov_ok(iov, iovcnt);
     if ((flags & MSG_OOB) && !rx_on_tcp()) {
@@ -147,6 +155,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     const bool waitall = (flags & MSG_WAITALL) && !peek;
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const size_t want = iov_total(iov, iovcnt);
+    note_reader_state();
     if (want == 0) return recv_nothing(nb);
     auto& rd = transport_->reader();
     size_t total = 0;
@@ -180,12 +189,12 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 return -1;
             }
+            if (shut_rd_.load()) return static_cast<ssize_t>(total);
             if (nb) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;
                 return -1;
             }
-            if (shut_rd_.load()) return static_cast<ssize_t>(total);
             auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due() || ask_pending(); }, true, timeout_for(false));
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
@@ -205,6 +214,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 errno = ECONNRESET;
                 return -1;
             }
+            if (shut_rd_.load()) return static_cast<ssize_t>(total);
             if (nb) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;
@@ -270,6 +280,9 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         }
         if ((transport_failed() || peer_reset_.load()) && !peer_closed_.load()) {
             if (total > 0) return static_cast<ssize_t>(total);
+            // TCP reports a RST's error once; after that the stream has ended.
+            if (int e = take_pending_err()) return errno = e, -1;
+            if (reset_reported_.load() && !transport_failed()) return 0;
             errno = ECONNRESET;
             return -1;
         }
@@ -277,6 +290,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             RS_LOG(debug, "fd %d: peer gone, end of stream", fd_);
             return static_cast<ssize_t>(total);
         }
+        if (shut_rd_.load()) return static_cast<ssize_t>(total);  // ours, or another thread's
         if (nb && total == 0 && !peer_closed_.load()) {
             // Without a poll nobody drains the doorbell stream: look for the
             // peer's EOF here so a nonblocking reader is not told EAGAIN forever.
@@ -289,7 +303,6 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             errno = EAGAIN;
             return -1;
         }
-        if (shut_rd_.load()) return static_cast<ssize_t>(total);  // shutdown(SHUT_RD) from another thread
         auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed() || shut_rd_.load() || rx_back() || downgrade_due() || ask_pending(); },
                             true, timeout_for(false));
         if (res != Wait::ready) {
@@ -320,6 +333,40 @@ ssize_t Connection::recv_nothing(bool nb) {
     if (nb) return errno = EAGAIN, -1;
     wait_for(queued, true, timeout_for(false));
     return 0;
+}
+
+// The peer's socket is gone (shared memory: it says so in the ring we write):
+// TCP learns that from the RST its next segment draws, or, when the peer left
+// bytes unread or set SO_LINGER 0, from the RST its close sent.
+void Connection::note_reader_state() {
+    RingControl* c = transport_ ? transport_->tx_control() : nullptr;
+    if (!c || peer_reset_.load(std::memory_order_relaxed)) return;
+    const uint32_t st = c->reader_state.load(std::memory_order_acquire);
+    if (st != RingControl::aborted && !(st == RingControl::closed && sent_after_close_.load())) return;
+    // tcp_reset: after the peer's FIN the RST is EPIPE (CLOSE_WAIT); after ours
+    // too the socket is already closed and the RST changes nothing.
+    if (stream_closed()) return;
+    const bool peer_fin = peer_closed_.load() || transport_->reader().fin_landed();
+    if (peer_reset_.exchange(true)) return;
+    pending_err_.store(st == RingControl::aborted && !peer_fin ? ECONNRESET : EPIPE);
+    RS_LOG(debug, "fd %d: the peer's socket is gone (%s)", fd_, st == RingControl::aborted ? "reset" : "closed");
+    wake_local();
+}
+
+int Connection::take_pending_err() {
+    note_reader_state();
+    const int e = pending_err_.exchange(0);
+    if (e) {
+        reset_reported_.store(true);
+        // The kernel's socket got the same RST (the peer's close sent it): its
+        // error is this one, taken with it (else its POLLERR would stay up).
+        int kernel_err = 0;
+        socklen_t len = sizeof kernel_err;
+        const int saved = errno;
+        kernel_sockopt_get(fd_, SO_ERROR, &kernel_err, &len);
+        errno = saved;
+    }
+    return e;
 }
 
 // FIONREAD and the EPOLLET arrival count may be asked while another thread

@@ -34,6 +34,16 @@ struct RingControl {
     // starts. (`consumed` lags: it is published lazily.)
     alignas(64) std::atomic<uint64_t> read_pos{0};
     std::atomic<uint32_t> read_partial{0};
+
+    // ---- the reader's socket is gone (its process closed the last reference
+    // and no fork shares it): what TCP's peer learns from the RST its next
+    // segment draws, the writer reads here without a system call.
+    //   closed:  nothing was left unread (a FIN): the writer's next send still
+    //            goes out, the one after fails (EPIPE), as on TCP;
+    //   aborted: bytes were left unread, or SO_LINGER 0 (a RST at once): the
+    //            writer's next call fails with ECONNRESET.
+    enum ReaderState : uint32_t { reading = 0, closed = 1, aborted = 2 };
+    alignas(64) std::atomic<uint32_t> reader_state{reading};
 };
 
 }  // namespace rdmasock

@@ -59,6 +59,11 @@ bool select_has_shimmed(int nfds, fd_set* r, fd_set* w) {
 
 extern "C" {
 
+// glibc's fortified headers declare poll's and ppoll's array write-only
+// (attribute access); the kernel reads `events` from it, and so do we.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 int poll(pollfd* fds, nfds_t n, int timeout) {
     if (!shim::any_shimmed(fds, n)) return calls().poll(fds, n, timeout);
     shim::ErrnoKept kept;
@@ -80,6 +85,8 @@ int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask,
     if (fdslen / sizeof(*fds) < n) abort();
     return ppoll(fds, n, ts, mask);
 }
+
+#pragma GCC diagnostic pop
 
 int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
     if (!select_has_shimmed(nfds, r, w)) return calls().select(nfds, r, w, x, tv);

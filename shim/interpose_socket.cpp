@@ -227,6 +227,22 @@ int ioctl(int fd, unsigned long request, ...) {
     return kept(calls().ioctl(fd, request, arg));
 }
 
+// SO_ERROR takes the socket's pending error, as the kernel's does: also the
+// one a ring owes after the peer's reset (Connection::take_pending_err).
+int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
+    shim::ErrnoKept kept;
+    int r = calls().getsockopt(fd, level, name, value, len);
+    if (r == 0 && level == SOL_SOCKET && name == SO_ERROR && value && len && *len >= sizeof(int)) {
+        if (auto s = fd_table().get(fd); s && s->conn) {
+            // The same RST: the ring's view of the stream (whose FIN came
+            // first) names its error, which the kernel's socket cannot know.
+            const int owed = s->conn->take_pending_err();
+            if (owed) *static_cast<int*>(value) = owed;
+        }
+    }
+    return kept(r);
+}
+
 int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
     shim::ErrnoKept kept;
     int r = calls().setsockopt(fd, level, name, value, len);

@@ -51,6 +51,7 @@ void resolve_all() {
     resolve(c.dup2, "dup2");
     resolve(c.dup3, "dup3");
     resolve(c.setsockopt, "setsockopt");
+    resolve(c.getsockopt, "getsockopt");
     resolve(c.poll, "poll");
     resolve(c.ppoll, "ppoll");
     resolve(c.select, "select");

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Random sequences of socket calls on one connection (send/sendmsg, recv with each flag,
+# recvmsg_into, poll, select, FIONREAD, SO_ERROR, shutdown each way, dup, close), each step made
+# deterministic (helpers/random_ops.py says how). The same program over plain TCP and with the
+# shim preloaded (both ends in one process, so both shimmed): the transcripts (bytes, return
+# values, errno, poll events, EOF) must be identical, and every shimmed connection must have been
+# on shared memory. It found: recv after SHUT_RD returned 0 with bytes still queued; sends to a
+# peer that had closed went on succeeding (TCP: the RST, then EPIPE), and a close with bytes
+# unread sent no RST; shutdown of an ended stream did not say ENOTCONN.
+# RANDOM_OPS_SEED (default 1) and RANDOM_OPS_COUNT (default 80) pick the sequences.
+. "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
+it_need_python
+d="$IT_TMP"
+prog="$ROOT/tests/integration/helpers/random_ops.py"
+nonce="ro-$$-$RANDOM"
+seed=${RANDOM_OPS_SEED:-1}
+count=${RANDOM_OPS_COUNT:-80}
+steps=40
+run() { # with_shim|without_shim OUT
+    local port; port=$(it_free_port)
+    "$1" -t 300 "$PYTHON" "$prog" "$port" "$nonce" "$seed" "$count" "$steps" >"$d/$2.txt" 2>"$d/$2.err" ||
+        it_fail "$2 run exited $?: $(tail -5 "$d/$2.err")"
+}
+run without_shim tcp
+run with_shim shim
+grep -q "^runs $count\$" "$d/tcp.txt" || it_fail "the plain run did not finish: $(tail -3 "$d/tcp.txt")"
+grep -q "settle:" "$d/tcp.txt" && it_fail "the plain run itself did not settle: $(grep -m3 settle "$d/tcp.txt")"
+if ! diff -u "$d/tcp.txt" "$d/shim.txt" >"$d/diff.txt"; then
+    head -n 60 "$d/diff.txt"
+    it_fail "the transcripts differ (seeds $seed..$((seed + count - 1)); the '## seed N' line above a hunk names its sequence)"
+fi
+for role in client server; do
+    n=$(grep -c -E "role=$role transport=shm" "$d/shim.err")
+    (( n >= count )) || it_fail "$role: only $n of $count connections were on shm"
+done
+assert_no_shim_errors "$d/shim.err"
+(( ${#IT_FAILURES[@]} )) || it_log "ok: $count sequences of $steps calls (seeds $seed..$((seed + count - 1))), identical transcripts, every connection on shm"
+it_finish

@@ -68,6 +68,12 @@ Connection::~Connection() {
 }
 
 bool Connection::stream_closed() {
+    if (phase() != Phase::upgraded) return false;
+    note_reader_state();
+    return closed_both_ways();
+}
+
+bool Connection::closed_both_ways() {
     return peer_reset_.load() || (shut_wr_ && (peer_closed_.load() || transport_->reader().fin_landed()));
 }
 
@@ -374,7 +380,6 @@ int Connection::shutdown(int how) {
     // A socket whose stream ended both ways (our FIN sent and the peer's
     // landed) or was reset is TCP_CLOSE: shutdown says ENOTCONN, and still
     // takes effect (inet_shutdown).
-    note_reader_state();
     const bool ended = stream_closed();
     if (rd) shut_rd_ = true;
     // In band, on the way back: our unread ring bytes go over TCP before the

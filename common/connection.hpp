@@ -103,6 +103,10 @@ public:
     // `flags` are the socket MSG_* flags of the application call.
     ssize_t send(const iovec* iov, int iovcnt, int flags);
     ssize_t recv(const iovec* iov, int iovcnt, int flags);
+    // What TCP_CLOSE is on a ring: reset, or ended both ways (our FIN sent and
+    // the peer's landed). shutdown and getpeername say ENOTCONN then; a RST
+    // changes nothing. False unless upgraded.
+    bool stream_closed();
     // The error the peer's reset left owed (TCP's sk_err), taken: the next
     // failing call reports it, or getsockopt(SO_ERROR) takes it; 0 if none.
     int take_pending_err();
@@ -339,9 +343,8 @@ private:
     void note_reader_state();
     // At our last close: bytes left unread make TCP's close a RST.
     bool unread_at_close();
-    // What TCP_CLOSE is on a ring: reset, or ended both ways (our FIN sent and
-    // the peer's landed). shutdown says ENOTCONN then; a RST changes nothing.
-    bool stream_closed();
+    bool closed_both_ways();  // stream_closed() without looking at the reader's state
+
     std::atomic<bool> peer_fin_{false};  // side channel: the peer's FIN seen while its bytes still come over TCP
     // A FIN while the peer's bytes still come over TCP may be a half-close: its
     // reader then goes on. Only when its socket is gone (sock_diag; looked up at

@@ -345,7 +345,7 @@ void Connection::note_reader_state() {
     if (st != RingControl::aborted && !(st == RingControl::closed && sent_after_close_.load())) return;
     // tcp_reset: after the peer's FIN the RST is EPIPE (CLOSE_WAIT); after ours
     // too the socket is already closed and the RST changes nothing.
-    if (stream_closed()) return;
+    if (closed_both_ways()) return;
     const bool peer_fin = peer_closed_.load() || transport_->reader().fin_landed();
     if (peer_reset_.exchange(true)) return;
     pending_err_.store(st == RingControl::aborted && !peer_fin ? ECONNRESET : EPIPE);

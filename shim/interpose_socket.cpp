@@ -227,6 +227,20 @@ int ioctl(int fd, unsigned long request, ...) {
     return kept(calls().ioctl(fd, request, arg));
 }
 
+// A stream that ended both ways, or was reset, is TCP_CLOSE: no peer name
+// (inet_getname). The kernel's socket, which carried neither FIN, still has one.
+int getpeername(int fd, sockaddr* addr, socklen_t* len) {
+    shim::ErrnoKept kept;
+    int r = calls().getpeername(fd, addr, len);
+    if (r == 0) {
+        if (auto s = fd_table().get(fd); s && s->conn && s->conn->stream_closed()) {
+            errno = ENOTCONN;
+            return -1;
+        }
+    }
+    return kept(r);
+}
+
 // SO_ERROR takes the socket's pending error, as the kernel's does: also the
 // one a ring owes after the peer's reset (Connection::take_pending_err).
 int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {

@@ -52,6 +52,7 @@ void resolve_all() {
     resolve(c.dup3, "dup3");
     resolve(c.setsockopt, "setsockopt");
     resolve(c.getsockopt, "getsockopt");
+    resolve(c.getpeername, "getpeername");
     resolve(c.poll, "poll");
     resolve(c.ppoll, "ppoll");
     resolve(c.select, "select");

@@ -45,6 +45,7 @@ struct Calls {
     int (*dup3)(int, int, int);
     int (*setsockopt)(int, int, int, const void*, socklen_t);
     int (*getsockopt)(int, int, int, void*, socklen_t*);
+    int (*getpeername)(int, sockaddr*, socklen_t*);
     int (*poll)(pollfd*, nfds_t, int);
     int (*ppoll)(pollfd*, nfds_t, const timespec*, const sigset_t*);
     int (*select)(int, fd_set*, fd_set*, fd_set*, timeval*);

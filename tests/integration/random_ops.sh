@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Random sequences of socket calls on one connection (send/sendmsg, recv with each flag,
-# recvmsg_into, poll, select, FIONREAD, SO_ERROR, shutdown each way, dup, close), each step made
+# recvmsg_into, poll, select, epoll, FIONREAD, SO_ERROR, getpeername, O_NONBLOCK, SO_RCVTIMEO,
+# shutdown each way, dup, close), each step made
 # deterministic (helpers/random_ops.py says how). The same program over plain TCP and with the
 # shim preloaded (both ends in one process, so both shimmed): the transcripts (bytes, return
 # values, errno, poll events, EOF) must be identical, and every shimmed connection must have been
 # on shared memory. It found: recv after SHUT_RD returned 0 with bytes still queued; sends to a
 # peer that had closed went on succeeding (TCP: the RST, then EPIPE), and a close with bytes
-# unread sent no RST; shutdown of an ended stream did not say ENOTCONN.
+# unread sent no RST; shutdown and getpeername of an ended stream did not say ENOTCONN.
 # RANDOM_OPS_SEED (default 1) and RANDOM_OPS_COUNT (default 80) pick the sequences.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python

@@ -13,8 +13,10 @@ What makes a step deterministic over TCP: before any call that reads or looks, t
 that end have all arrived (FIONREAD says so, or the end has shut its reading side); a call that
 would block forever is made with MSG_DONTWAIT instead; after a close or a shutdown the next step
 waits until the peer's kernel (or ring) has seen it. The calls: send/sendmsg (gathered), recv with
-0/MSG_PEEK/MSG_DONTWAIT/MSG_WAITALL/MSG_TRUNC, recvmsg_into (scattered), poll, select, FIONREAD,
-SO_ERROR, shutdown (each way), dup-and-close-the-original, and close (then the peer goes on alone).
+0/MSG_PEEK/MSG_DONTWAIT/MSG_WAITALL/MSG_TRUNC, recvmsg_into (scattered), poll, select, epoll (level,
+no wait), FIONREAD, SO_ERROR, getpeername, O_NONBLOCK on and off, a blocking recv under a 30 ms
+SO_RCVTIMEO, shutdown (each way), dup-and-close-the-original, and close (then the peer goes on
+alone).
 """
 import errno
 import fcntl
@@ -139,7 +141,7 @@ class Run:
         self.settle(e)
         self.settle(p)
         op = rng.choices(["send", "sendmsg", "recv", "recvmsg", "poll", "select", "fionread", "soerror",
-                          "shutdown", "dup", "close"], [20, 8, 24, 8, 8, 4, 5, 3, 3, 3, 1])[0]
+                          "shutdown", "dup", "close", "epoll", "nonblock", "timeo", "peername"], [20, 8, 24, 8, 8, 4, 5, 3, 3, 3, 1, 6, 3, 3, 2])[0]
         who = e.name
         if op in ("send", "sendmsg"):
             # Not modelled (docs/compatibility.md): bytes to a socket shut both ways, which
@@ -206,6 +208,28 @@ class Run:
             return True
         if op == "select":
             self.call(f"{who} select", lambda: tuple(bool(x) for x in select.select([e.sock], [e.sock], [], 0)[:2]))
+            return True
+        if op == "epoll":
+            ev = rng.choice([select.EPOLLIN, select.EPOLLOUT, select.EPOLLIN | select.EPOLLOUT | select.EPOLLRDHUP])
+            ep = select.epoll()
+            ep.register(e.sock.fileno(), ev)
+            self.call(f"{who} epoll {ev:#x}", lambda: [hex(r) for _, r in ep.poll(0)])
+            ep.close()
+            return True
+        if op == "nonblock":
+            nb = rng.random() < 0.5
+            e.sock.setblocking(not nb)
+            self.out(f"{who} nonblocking {nb}")
+            return True
+        if op == "timeo":
+            e.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 30000))
+            r = self.call(f"{who} recv with SO_RCVTIMEO", lambda: e.sock.recv(100))
+            if isinstance(r, bytes):
+                e.unread = max(0, e.unread - len(r))
+            e.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
+            return True
+        if op == "peername":
+            self.call(f"{who} getpeername", lambda: e.sock.getpeername()[0])
             return True
         if op == "fionread":
             self.call(f"{who} FIONREAD", lambda: fionread(e.sock))

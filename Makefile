@@ -43,9 +43,11 @@ $(BUILD)/obj/%.o: %.cpp
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # sigaction is called by name by sanitizer runtimes while they start (TSan installs its
-# deadly-signal handlers through it before it is initialized): the interposer and the fault
-# guard behind it carry no instrumentation, so a sanitized program can preload a sanitized shim.
-$(BUILD)/obj/shim/interpose_signal.o $(BUILD)/obj/common/fault_guard.o: CXXFLAGS += -fno-sanitize=all
+# deadly-signal handlers through it before it is initialized): the interposer and what is
+# behind it (the fault guard, the signal trampoline and the sleep it cancels) carry no
+# instrumentation, so a sanitized program can preload a sanitized shim.
+$(BUILD)/obj/shim/interpose_signal.o $(BUILD)/obj/common/fault_guard.o \
+$(BUILD)/obj/common/signal_seen.o $(BUILD)/obj/common/interruptible_sleep.o: CXXFLAGS += -fno-sanitize=all
 
 $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	ar rcs $@ $^

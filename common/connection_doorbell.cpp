@@ -4,6 +4,7 @@
 #include "connection_detail.hpp"
 
 #include "log.hpp"
+#include "interruptible_sleep.hpp"
 #include "signal_restart.hpp"
 #include "wait_engine.hpp"
 
@@ -116,8 +117,7 @@ struct Connection::Sleeper {
         return {may_sleep, owned, c.max_sleep_us(reader ? POLLIN : POLLOUT)};
     }
     bool changed() { return ready(); }
-    int sleep(int64_t timeout_us) {
-        int ms = timeout_us < 0 ? -1 : static_cast<int>((timeout_us + 999) / 1000);
+    int sleep(int64_t timeout_us, const signals::Seen& since) {
         // The TCP socket (the peer's bytes before its switch, its
         // FIN or RST) and the transport's eventfd, if it has one.
         pollfd p[3] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}, {c.transport_->self_wake_fd(), POLLIN, 0}};
@@ -128,7 +128,7 @@ struct Connection::Sleeper {
             // (unread data there would wake us for nothing, again and again).
             else if (!reader && c.rx_on_tcp()) p[0].events = POLLRDHUP;
         }
-        int rc = c.ops_.poll(p, p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, ms);
+        int rc = sleep::poll(p, p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, timeout_us, nullptr, since);
         // Only a doorbell fired: its drain need not look at the TCP socket.
         tcp_quiet = rc > 0 && p[1].fd >= 0 && p[0].revents == 0;
         return rc;
@@ -146,10 +146,11 @@ struct Connection::Sleeper {
 Connection::Wait Connection::wait_for(ReadyRef ready, bool reader, int64_t timeout_us) {
     Sleeper s{*this, ready, reader};
     for (;;) {
-        int rc = wait::run(s, timeout_us);
+        const signals::Seen since = signals::seen();
+        int rc = wait::run(s, timeout_us, since);
         if (rc > 0) return Wait::ready;
         if (rc == 0) return Wait::timeout;
-        if (errno == EINTR && !signal_restarts_call(timeout_us > 0)) return Wait::interrupted;
+        if (errno == EINTR && !signal_restarts_call(since, timeout_us > 0)) return Wait::interrupted;
         // Restarted after a signal (SA_RESTART), or any other failure of the
         // kernel wait: look again.
     }

@@ -17,4 +17,11 @@ bool signal_restarts_call(bool socket_has_timeout) {
     return true;
 }
 
+bool signal_restarts_call(const signals::Seen& since, bool socket_has_timeout) {
+    if (socket_has_timeout) return false;
+    const signals::Seen now = signals::seen();
+    if (now.delivered != since.delivered) return now.interrupting == since.interrupting;
+    return signal_restarts_call(false);
+}
+
 }  // namespace rdmasock

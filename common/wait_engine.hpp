@@ -14,13 +14,19 @@
 // fence, then read its bytes: one of us sees the other (Dekker), so either the
 // re-check finds the bytes or the peer rings.
 //
+// Signals follow the same rule: over TCP the caller would be asleep in the
+// kernel for the whole wait, so a handler that runs during the spin or the
+// arm ends the wait with EINTR as the kernel's sleep would (signal_seen.hpp);
+// the sleep itself is entered only if none ran (interruptible_sleep.hpp).
+//
 // A caller supplies Hooks (libvma's io_mux_call has the same shape):
 //   int      check();                   >0 ready (count), 0 not yet, <0 error with errno
 //   bool     peek();                    ring-only readiness, no syscalls
 //   uint32_t spin_budget_us();
 //   Armed    arm();                     request doorbells, try to own their drains, cap the sleep
 //   bool     changed();                 after the fence: anything ready, or a phase moved
-//   int      sleep(int64_t timeout_us); the kernel wait (-1: none); the kernel's result
+//   int      sleep(int64_t timeout_us, const signals::Seen& since);
+//                                       the kernel wait (-1: none) through interruptible_sleep.hpp
 //   void     settle(int rc, bool slept);drain what we own, disarm (always after arm)
 //   void     learn(int64_t waited_us, bool timed_out);
 #pragma once
@@ -32,6 +38,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+
+#include "signal_seen.hpp"
 
 namespace rdmasock::wait {
 
@@ -59,29 +67,38 @@ constexpr int64_t kInFlightSpinUs = 50;
 // on our CPU (docs/waiting.md).
 constexpr int kPeeksPerYield = 32;
 
-// Spins on peek() until it turns true or `until` passes.
+enum class Spun { ready, expired, signalled };
+
+// Spins on peek() until it turns true, `until` passes, or a signal handler
+// runs on this thread (since `since`).
 template <class Hooks>
-bool spin_until(Hooks& h, int64_t until, bool yield) {
+Spun spin_until(Hooks& h, int64_t until, bool yield, const signals::Seen& since) {
     do {
         for (int i = 0; i < kPeeksPerYield; ++i) {
-            if (h.peek()) return true;
+            if (h.peek()) return Spun::ready;
             cpu_relax();
         }
+        if (signals::since(since)) return Spun::signalled;
         if (yield) sched_yield();
     } while (now_us() < until);
-    return false;
+    return signals::since(since) ? Spun::signalled : Spun::expired;
 }
 
-// Waits until check() reports readiness, the timeout passes (returns 0), or the
-// kernel wait fails (-1 with errno: EINTR when a signal arrived; the caller
-// decides whether its call restarts). timeout_us < 0 waits forever, 0 only
-// checks.
+inline int interrupted() {
+    errno = EINTR;
+    return -1;
+}
+
+// Waits until check() reports readiness, the timeout passes (returns 0), a
+// signal handler runs on this thread after `since` (-1, EINTR; the caller
+// decides whether its call restarts), or the kernel wait fails (-1 with its
+// errno). timeout_us < 0 waits forever, 0 only checks.
 //
 // The clock is read only for what needs it (a deadline, a spin, a policy that
 // learns how long waits last): under some hypervisors every read is a system
 // call, several per round trip.
 template <class Hooks>
-int run(Hooks& h, int64_t timeout_us) {
+int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
     const uint32_t budget = h.spin_budget_us();
     const bool learns = timeout_us != 0 && h.learns();
     const int64_t start = timeout_us > 0 || budget > 0 || learns ? now_us() : 0;
@@ -104,7 +121,11 @@ int run(Hooks& h, int64_t timeout_us) {
         }
         const bool spin = budget > 0 && (first || now_us() < spin_end);
         first = false;
-        if (spin && spin_until(h, spin_end, true)) continue;
+        if (spin) {
+            const Spun r = spin_until(h, spin_end, true, since);
+            if (r == Spun::ready) continue;
+            if (r == Spun::signalled) return interrupted();
+        }
 
         Armed a = h.arm();
         std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -115,7 +136,7 @@ int run(Hooks& h, int64_t timeout_us) {
             auto cap = [&nap](int64_t us) { nap = nap < 0 ? us : std::min(nap, us); };
             if (!a.all_owned) cap(kNapUs);
             if (a.max_sleep_us >= 0) cap(a.max_sleep_us);
-            rc = h.sleep(nap);
+            rc = h.sleep(nap, since);
         }
         const int saved = errno;
         h.settle(rc, sleep_now);
@@ -123,7 +144,8 @@ int run(Hooks& h, int64_t timeout_us) {
             errno = saved;
             return -1;
         }
-        if (!a.may_sleep) spin_until(h, now_us() + kInFlightSpinUs, false);
+        if (!a.may_sleep && spin_until(h, now_us() + kInFlightSpinUs, false, since) == Spun::signalled)
+            return interrupted();
     }
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "interruptible_sleep.hpp"
 #include "poll_engine.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
@@ -395,10 +396,10 @@ struct EpollWait {
             if (s.sock->conn->phase() != s.phase) return true;
         return scan(0, false) > 0;
     }
-    int sleep(int64_t us) {
+    int sleep(int64_t us, const signals::Seen& since) {
         int ms = us < 0 ? -1 : static_cast<int>((us + 999) / 1000);
         lk.unlock();
-        int nk = kernel_wait(k.data(), max, ms);
+        int nk = sleep::epoll_wait(epfd, k.data(), max, ms, mask, since);
         int saved = errno;
         lk.lock();
         errno = saved;
@@ -449,7 +450,8 @@ int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int time
     EpollWait w{epfd, set, out, max, timeout_us, mask, std::unique_lock<std::mutex>(set.mu), std::move(k)};
     w.start = wait::now_us();
     if (pending > 0) w.fresh = pending;
-    return wait::run(w, timeout_us);
+    signals::MaskDuring app_mask(mask);
+    return wait::run(w, timeout_us, signals::seen());
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// SIGSEGV and SIGBUS as the application set them, while the shim's fault
-// handler stays installed (common/fault_guard.hpp): sigaction and the signal()
-// family record the application's disposition there and report it back. Every
-// other signal, and these two before the first upgraded connection installs the
-// handler (or in a vfork child, which must not change our state), go straight
-// to libc.
+// The application's signal dispositions. SIGSEGV and SIGBUS as the
+// application set them, while the shim's fault handler stays installed
+// (common/fault_guard.hpp); every other handler behind the trampoline that
+// tells a spinning wait a signal arrived (common/signal_seen.hpp). sigaction
+// and the signal() family record the application's disposition and report it
+// back, so the program sees what it set. In a vfork child, which must not
+// change our state, everything goes straight to libc.
 #include <signal.h>
 
 #include <dlfcn.h>
@@ -11,13 +12,19 @@
 #include <cerrno>
 
 #include "fault_guard.hpp"
+#include "signal_seen.hpp"
 #include "shim_state.hpp"
 
 using namespace rdmasock;
 
 namespace {
 
-bool ours(int sig) { return guard::covers(sig) && !shim::in_vfork_child(); }
+bool ours() { return !shim::in_vfork_child(); }
+
+int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+    if (guard::covers(sig)) return guard::app_sigaction(sig, act, old);
+    return signals::app_sigaction(sig, act, old);
+}
 
 using SignalFn = sighandler_t (*)(int, sighandler_t);
 
@@ -37,7 +44,7 @@ sighandler_t set_handler(int sig, sighandler_t h, bool bsd) {
         errno = EINVAL;
         return SIG_ERR;
     }
-    if (guard::app_sigaction(sig, &act, &old) != 0) return SIG_ERR;
+    if (app_sigaction(sig, &act, &old) != 0) return SIG_ERR;
     return old.sa_handler;
 }
 
@@ -51,14 +58,14 @@ F next(const char* name) {
 extern "C" {
 
 int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-    if (ours(sig)) return guard::app_sigaction(sig, act, old);
+    if (ours()) return app_sigaction(sig, act, old);
     return guard::real_sigaction(sig, act, old);
 }
 
 int __sigaction(int sig, const struct sigaction* act, struct sigaction* old) { return sigaction(sig, act, old); }
 
 sighandler_t signal(int sig, sighandler_t h) {
-    if (ours(sig)) return set_handler(sig, h, true);
+    if (ours()) return set_handler(sig, h, true);
     static SignalFn real = next<SignalFn>("signal");
     return real(sig, h);
 }
@@ -67,7 +74,7 @@ sighandler_t bsd_signal(int sig, sighandler_t h) { return signal(sig, h); }
 sighandler_t ssignal(int sig, sighandler_t h) { return signal(sig, h); }
 
 sighandler_t sysv_signal(int sig, sighandler_t h) {
-    if (ours(sig)) return set_handler(sig, h, false);
+    if (ours()) return set_handler(sig, h, false);
     static SignalFn real = next<SignalFn>("sysv_signal");
     return real(sig, h);
 }
@@ -78,7 +85,7 @@ sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h)
 // only blocks, which is libc's business.
 sighandler_t sigset(int sig, sighandler_t h) {
     static SignalFn real = next<SignalFn>("sigset");
-    if (!ours(sig) || h == SIG_HOLD) return real(sig, h);
+    if (!ours() || h == SIG_HOLD) return real(sig, h);
     struct sigaction act{}, old{};
     act.sa_handler = h;
     sigemptyset(&act.sa_mask);
@@ -89,7 +96,7 @@ sighandler_t sigset(int sig, sighandler_t h) {
     sigset_t one, was;
     sigemptyset(&one);
     sigaddset(&one, sig);
-    if (guard::app_sigaction(sig, &act, &old) != 0 || sigprocmask(SIG_UNBLOCK, &one, &was) != 0) return SIG_ERR;
+    if (app_sigaction(sig, &act, &old) != 0 || sigprocmask(SIG_UNBLOCK, &one, &was) != 0) return SIG_ERR;
     return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
 }
 

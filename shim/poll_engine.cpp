@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "interruptible_sleep.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
 #include "wait_engine.hpp"
@@ -109,14 +110,14 @@ struct PollWait {
             if (e.sock->conn->phase() != e.phase) return true;
         return false;
     }
-    int sleep(int64_t timeout_us) {
+    int sleep(int64_t timeout_us, const signals::Seen& since) {
         kernel_request();
         // Transports with their own doorbell (an eventfd) are woken through it.
         for (auto& e : t) {
             if (int w = e.sock->conn->wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
             if (int w = e.sock->conn->self_wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
         }
-        int rc = sleep_in_kernel(k.data(), static_cast<nfds_t>(k.size()), timeout_us, mask);
+        int rc = sleep::poll(k.data(), static_cast<nfds_t>(k.size()), timeout_us, mask, since);
         if (rc > 0)
             for (size_t i = n; i < k.size(); ++i) rc -= k[i].revents != 0;  // doorbells are not the app's events
         k.resize(n);
@@ -160,7 +161,8 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
     }
     if (w.t.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     w.k.resize(n);
-    return wait::run(w, timeout_us);
+    signals::MaskDuring app_mask(mask);
+    return wait::run(w, timeout_us, signals::seen());
 }
 
 }  // namespace rdmasock::shim

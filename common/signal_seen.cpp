@@ -1,0 +1,162 @@
+#include "signal_seen.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cerrno>
+
+#include "fault_guard.hpp"
+#include "interruptible_sleep.hpp"
+
+namespace rdmasock::signals {
+
+namespace {
+
+// Written by the trampoline, read by the same thread's waits: volatile is
+// what a signal handler and its own thread need. Initial-exec: a handler must
+// not allocate a thread's TLS block (the shim is preloaded, so the static TLS
+// area has room for it).
+struct Counters {
+    volatile uint32_t delivered;
+    volatile uint32_t interrupting;
+};
+__thread Counters tls_counters __attribute__((tls_model("initial-exec")));
+
+// The application's handler of one signal. The trampoline reads it without a
+// lock: a writer (serialized by g_write_lock) fills a slot the reader is not
+// pointed at, then publishes its index.
+struct Handler {
+    void* fn = nullptr;     // sa_handler or sa_sigaction
+    bool siginfo = false;   // the application asked for SA_SIGINFO
+};
+struct Record {
+    Handler slots[4];
+    std::atomic<unsigned> current{0};
+};
+Record g_records[NSIG];
+std::atomic_flag g_write_lock = ATOMIC_FLAG_INIT;
+
+struct WriteLock {
+    WriteLock() {
+        while (g_write_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+    }
+    ~WriteLock() { g_write_lock.clear(std::memory_order_release); }
+};
+
+Handler load(int sig) {
+    Record& r = g_records[sig];
+    return r.slots[r.current.load(std::memory_order_acquire) & 3];
+}
+
+void publish(int sig, const Handler& h) {  // under the write lock
+    Record& r = g_records[sig];
+    unsigned next = (r.current.load(std::memory_order_relaxed) + 1) & 3;
+    r.slots[next] = h;
+    r.current.store(next, std::memory_order_release);
+}
+
+bool is_handler(const struct sigaction& sa) {
+    return (sa.sa_flags & SA_SIGINFO) ? sa.sa_sigaction != nullptr
+                                      : sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
+}
+
+bool covered(int sig) { return sig > 0 && sig < NSIG && sig != SIGSEGV && sig != SIGBUS; }
+
+void on_signal(int sig, siginfo_t* si, void* uc);
+
+bool is_trampoline(const struct sigaction& k) { return (k.sa_flags & SA_SIGINFO) && k.sa_sigaction == on_signal; }
+
+// Default action of a signal the trampoline got but the application no longer
+// handles (it changed its disposition while this delivery was on its way).
+void act_default(int sig) {
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    guard::real_sigaction(sig, &dfl, nullptr);
+    raise(sig);  // blocked in here (unless SA_NODEFER): delivered once we return
+}
+
+void on_signal(int sig, siginfo_t* si, void* uc) {
+    const int saved = errno;
+    // The kernel's flags, not a record of ours: siginterrupt() and other libc
+    // paths change them without passing our interposers.
+    struct sigaction k{};
+    const bool restarts = guard::real_sigaction(sig, nullptr, &k) == 0 && (k.sa_flags & SA_RESTART);
+    tls_counters.delivered = tls_counters.delivered + 1;
+    if (!restarts) tls_counters.interrupting = tls_counters.interrupting + 1;
+    // A signal between a wait's last look and its kernel sleep: that sleep
+    // must not begin (it returns EINTR instead).
+    sleep::cancel_entry(uc);
+    const Handler h = load(sig);
+    errno = saved;
+    if (!h.fn) {
+        act_default(sig);
+    } else if (h.siginfo) {
+        reinterpret_cast<void (*)(int, siginfo_t*, void*)>(h.fn)(sig, si, uc);
+    } else {
+        const auto fn = reinterpret_cast<sighandler_t>(h.fn);
+        if (fn == SIG_IGN) return;
+        if (fn == SIG_DFL) act_default(sig);
+        else fn(sig);
+    }
+}
+
+}  // namespace
+
+Seen seen() { return {tls_counters.delivered, tls_counters.interrupting}; }
+
+bool since(const Seen& before) { return tls_counters.delivered != before.delivered; }
+
+const volatile uint32_t* delivered_counter() { return &tls_counters.delivered; }
+
+bool wrapped(int sig) {
+    struct sigaction k{};
+    return covered(sig) && guard::real_sigaction(sig, nullptr, &k) == 0 && is_trampoline(k);
+}
+
+MaskDuring::MaskDuring(const sigset_t* mask) {
+    if (mask) set_ = pthread_sigmask(SIG_SETMASK, mask, &old_) == 0;
+}
+
+// Signals the mask held back and that are pending now are delivered here, on
+// the way out, as the kernel delivers them on return from the call.
+MaskDuring::~MaskDuring() {
+    if (set_) pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+    if (!covered(sig)) return guard::real_sigaction(sig, act, old);
+    WriteLock lk;
+    const Handler prev = load(sig);
+    struct sigaction k{};
+    int rc;
+    if (act && is_handler(*act)) {
+        // The record first: a delivery that already sees the trampoline finds it.
+        publish(sig, {(act->sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(act->sa_sigaction)
+                                                   : reinterpret_cast<void*>(act->sa_handler),
+                      (act->sa_flags & SA_SIGINFO) != 0});
+        struct sigaction t = *act;
+        t.sa_sigaction = on_signal;
+        t.sa_flags |= SA_SIGINFO;
+        rc = guard::real_sigaction(sig, &t, &k);
+        if (rc != 0) publish(sig, prev);
+    } else {
+        rc = guard::real_sigaction(sig, act, &k);
+    }
+    if (rc != 0) return rc;
+    if (old) {
+        *old = k;
+        if (is_trampoline(k)) {  // the application's handler, as it installed it
+            if (prev.siginfo) {
+                old->sa_sigaction = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(prev.fn);
+            } else {
+                old->sa_handler = reinterpret_cast<sighandler_t>(prev.fn);
+                old->sa_flags &= ~SA_SIGINFO;
+            }
+        }
+    }
+    return 0;
+}
+
+}  // namespace rdmasock::signals

@@ -1,0 +1,68 @@
+// Which signal handlers ran on this thread: how a wait that spins in user
+// space learns that a signal arrived while the kernel would have been asleep.
+//
+// Over TCP a blocked recv or poll sleeps in the kernel, and a signal with a
+// handler ends that sleep (EINTR, or a restart after SA_RESTART). The shim
+// first spins in user space: a signal then runs its handler right there, and
+// nothing tells the spin. A program whose handler only sets a flag (alarm()
+// timeouts, "stop on SIGTERM" loops, Python's signal module, which runs its
+// handlers once the call returns) would wait on.
+//
+// So the application's handlers are installed behind a trampoline: the shim's
+// sigaction and signal() interposers keep the application's handler here and
+// point the kernel at on_signal() with the application's own mask and flags
+// (SA_RESTART, SA_ONSTACK, SA_NODEFER, SA_RESETHAND: the kernel shapes the
+// delivery exactly as before). The trampoline counts the delivery per thread,
+// and whether it would interrupt a socket call (no SA_RESTART), then calls the
+// application's handler with the same arguments. A wait compares the counts
+// with those it took when it began (wait_engine.hpp). sigaction reports the
+// kernel's view with the application's handler in place of the trampoline.
+//
+// Not covered: SIGSEGV and SIGBUS (the fault guard owns them), and handlers
+// installed with a raw rt_sigaction system call (the wait then behaves as
+// before: a signal during the spin is noticed only in the kernel sleep).
+#pragma once
+
+#include <signal.h>
+
+#include <cstdint>
+
+namespace rdmasock::signals {
+
+// Deliveries seen on one thread so far; compare two to learn what happened between.
+struct Seen {
+    uint32_t delivered = 0;    // handlers run by the trampoline
+    uint32_t interrupting = 0; // of those, without SA_RESTART
+};
+
+Seen seen();
+// Whether a handler ran on this thread since `before` (one thread-local load).
+bool since(const Seen& before);
+// The counter since() reads, for the sleep stub that checks it as the last
+// thing before entering the kernel (interruptible_sleep.hpp).
+const volatile uint32_t* delivered_counter();
+
+// The application's sigaction, for every signal but SIGSEGV/SIGBUS (passed to
+// libc as they are). Same contract as sigaction(2).
+int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
+
+// Whether the kernel's action for `sig` is the trampoline (tests).
+bool wrapped(int sig);
+
+// The signal mask of a ppoll, pselect or epoll_pwait, in force for the whole
+// wait as the kernel has it for the whole call: during the spin too, so that a
+// signal the mask holds back does not end the wait, and one it lets through
+// does. No mask: nothing changes.
+class MaskDuring {
+public:
+    explicit MaskDuring(const sigset_t* mask);
+    ~MaskDuring();
+    MaskDuring(const MaskDuring&) = delete;
+    MaskDuring& operator=(const MaskDuring&) = delete;
+
+private:
+    sigset_t old_;
+    bool set_ = false;
+};
+
+}  // namespace rdmasock::signals

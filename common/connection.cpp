@@ -18,9 +18,11 @@
 
 #include "downgrade.hpp"
 #include "fault_guard.hpp"
+#include "interruptible_sleep.hpp"
 #include "log.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
+#include "signal_restart.hpp"
 
 namespace rdmasock {
 
@@ -263,6 +265,7 @@ bool Connection::settle(int flags, bool for_write) {
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const int64_t timeout = timeout_for(for_write);
     const int64_t start = timeout > 0 ? now_us() : 0;
+    signals::Seen since = signals::seen();
     for (;;) {
         std::lock_guard<std::mutex> lk(handshake_mu_);
         while (progress_locked(for_write)) {}
@@ -287,7 +290,11 @@ bool Connection::settle(int flags, bool for_write) {
         }
         short ev = (role_ == Role::client && ph == Phase::undecided) ? POLLOUT : POLLIN;
         pollfd p{fd_, ev, 0};
-        ops_.poll(&p, 1, ms);
+        // A signal ends this wait as it would end the kernel's (wait_for).
+        if (sleep::poll(&p, 1, ms * int64_t{1000}, nullptr, since) < 0 && errno == EINTR) {
+            if (!signal_restarts_call(since, timeout > 0)) return false;
+            since = signals::seen();
+        }
     }
 }
 

@@ -336,11 +336,15 @@ private:
     // The reset's error was reported: later reads see the end of the stream,
     // as on TCP, unless the transport itself failed (always ECONNRESET then).
     std::atomic<bool> reset_reported_{false};
+    // POLLERR stands while an error is owed: the reset's (until reported or
+    // taken by SO_ERROR), a failed transport's always.
+    bool owes_error() { return !reset_reported_.load() || pending_err_.load() != 0 || transport_failed(); }
     // The peer closed its socket (RingControl::reader_state) and a send went
     // out since: the RST TCP would have drawn is here.
     std::atomic<bool> sent_after_close_{false};
-    // The reader's state the peer left in the ring we write (shared memory only).
-    void note_reader_state();
+    // The reader's state the peer left in the ring we write (shared memory
+    // only), after a send put bytes in it when `sent_now`.
+    void note_reader_state(bool sent_now = false);
     // At our last close: bytes left unread make TCP's close a RST.
     bool unread_at_close();
     bool closed_both_ways();  // stream_closed() without looking at the reader's state

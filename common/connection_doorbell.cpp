@@ -243,8 +243,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     // Shut for writing: writable, the write fails with EPIPE (as tcp_poll says).
     if (out_left && (closed || reset || shut_wr_ || (!tx_waits && (transport_->writer().writable() || fin_peer_gone()))))
         r |= out_left;
-    // POLLERR while the reset's error is owed (TCP's sk_err); a failed transport always.
-    if (reset) r |= static_cast<short>(reset_events & ~(reset_reported_.load() && pending_err_.load() == 0 && !transport_failed() ? POLLERR : 0));
+    if (reset) r |= static_cast<short>(owes_error() ? reset_events : reset_events & ~POLLERR);  // TCP's sk_err
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
     if (both_shut(closed || st == ring::RingStatus::eof || transport_->reader().fin_landed())) r |= POLLHUP;
     return r;

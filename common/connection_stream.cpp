@@ -96,10 +96,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             total += r.bytes;
             tx_bytes_ += r.bytes;
             ring_doorbell();
-            // Bytes to a socket that is gone draw TCP's RST: the next call fails.
-            if (RingControl* c = transport_->tx_control();
-                c && c->reader_state.load(std::memory_order_acquire) == RingControl::closed && !sent_after_close_.exchange(true))
-                note_reader_state();
+            note_reader_state(true);  // bytes to a socket that is gone draw TCP's RST: the next call fails
             if (r.fault || total == want) return static_cast<ssize_t>(total);
             continue;
         }
@@ -338,11 +335,15 @@ ssize_t Connection::recv_nothing(bool nb) {
 // The peer's socket is gone (shared memory: it says so in the ring we write):
 // TCP learns that from the RST its next segment draws, or, when the peer left
 // bytes unread or set SO_LINGER 0, from the RST its close sent.
-void Connection::note_reader_state() {
+void Connection::note_reader_state(bool sent_now) {
     RingControl* c = transport_ ? transport_->tx_control() : nullptr;
     if (!c || peer_reset_.load(std::memory_order_relaxed)) return;
     const uint32_t st = c->reader_state.load(std::memory_order_acquire);
-    if (st != RingControl::aborted && !(st == RingControl::closed && sent_after_close_.load())) return;
+    if (st == RingControl::reading) return;
+    if (st == RingControl::closed) {  // a clean close: the RST comes only once we send
+        if (sent_now) sent_after_close_.store(true);
+        if (!sent_after_close_.load()) return;
+    }
     // tcp_reset: after the peer's FIN the RST is EPIPE (CLOSE_WAIT); after ours
     // too the socket is already closed and the RST changes nothing.
     if (closed_both_ways()) return;

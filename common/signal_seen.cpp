@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -37,12 +38,35 @@ struct Record {
 Record g_records[NSIG];
 std::atomic_flag g_write_lock = ATOMIC_FLAG_INIT;
 
+// Signals stay blocked while the lock is held: a handler that calls sigaction
+// itself (a crash handler restoring SIG_DFL) must not find its own thread
+// holding the lock.
 struct WriteLock {
+    sigset_t was;
     WriteLock() {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &was);
         while (g_write_lock.test_and_set(std::memory_order_acquire)) sched_yield();
     }
-    ~WriteLock() { g_write_lock.clear(std::memory_order_release); }
+    ~WriteLock() {
+        g_write_lock.clear(std::memory_order_release);
+        pthread_sigmask(SIG_SETMASK, &was, nullptr);
+    }
 };
+
+// The process the records belong to. A vfork child shares our memory: what
+// it installs must not replace the parent's handlers here, so it goes to libc
+// as it is. Kept here, uninstrumented: sanitizer runtimes call sigaction
+// before they can run instrumented code.
+std::atomic<int> g_pid{0};
+
+bool vfork_child() {
+    const int me = static_cast<int>(getpid());
+    int known = g_pid.load(std::memory_order_relaxed);
+    if (known == 0) return !g_pid.compare_exchange_strong(known, me) && known != me;
+    return known != me;
+}
 
 Handler load(int sig) {
     Record& r = g_records[sig];
@@ -56,10 +80,9 @@ void publish(int sig, const Handler& h) {  // under the write lock
     r.current.store(next, std::memory_order_release);
 }
 
-bool is_handler(const struct sigaction& sa) {
-    return (sa.sa_flags & SA_SIGINFO) ? sa.sa_sigaction != nullptr
-                                      : sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
-}
+// sa_handler and sa_sigaction share their storage: SIG_DFL and SIG_IGN read
+// the same through either, SA_SIGINFO or not.
+bool is_handler(const struct sigaction& sa) { return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN; }
 
 bool covered(int sig) { return sig > 0 && sig < NSIG && sig != SIGSEGV && sig != SIGBUS; }
 
@@ -125,8 +148,10 @@ MaskDuring::~MaskDuring() {
     if (set_) pthread_sigmask(SIG_SETMASK, &old_, nullptr);
 }
 
+void note_process() { g_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed); }
+
 int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-    if (!covered(sig)) return guard::real_sigaction(sig, act, old);
+    if (!covered(sig) || vfork_child()) return guard::real_sigaction(sig, act, old);
     WriteLock lk;
     const Handler prev = load(sig);
     struct sigaction k{};

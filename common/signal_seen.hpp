@@ -43,8 +43,12 @@ bool since(const Seen& before);
 const volatile uint32_t* delivered_counter();
 
 // The application's sigaction, for every signal but SIGSEGV/SIGBUS (passed to
-// libc as they are). Same contract as sigaction(2).
+// libc as they are, as is everything a vfork child sets). Same contract as
+// sigaction(2).
 int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
+// This process owns the records: at load and in a forked child (whose copy of
+// them is its own), not in a vfork child.
+void note_process();
 
 // Whether the kernel's action for `sig` is the trampoline (tests).
 bool wrapped(int sig);

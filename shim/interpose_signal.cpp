@@ -19,10 +19,13 @@ using namespace rdmasock;
 
 namespace {
 
-bool ours() { return !shim::in_vfork_child(); }
+// Sanitizer runtimes call sigaction before they can run instrumented code:
+// the shim's state (in_vfork_child) is asked only for the guard's signals,
+// once the guard is installed; signals::app_sigaction checks for itself.
+bool guarded(int sig) { return guard::covers(sig) && !shim::in_vfork_child(); }
 
 int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-    if (guard::covers(sig)) return guard::app_sigaction(sig, act, old);
+    if (guarded(sig)) return guard::app_sigaction(sig, act, old);
     return signals::app_sigaction(sig, act, old);
 }
 
@@ -57,27 +60,16 @@ F next(const char* name) {
 
 extern "C" {
 
-int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-    if (ours()) return app_sigaction(sig, act, old);
-    return guard::real_sigaction(sig, act, old);
-}
+int sigaction(int sig, const struct sigaction* act, struct sigaction* old) { return app_sigaction(sig, act, old); }
 
 int __sigaction(int sig, const struct sigaction* act, struct sigaction* old) { return sigaction(sig, act, old); }
 
-sighandler_t signal(int sig, sighandler_t h) {
-    if (ours()) return set_handler(sig, h, true);
-    static SignalFn real = next<SignalFn>("signal");
-    return real(sig, h);
-}
+sighandler_t signal(int sig, sighandler_t h) { return set_handler(sig, h, true); }
 
 sighandler_t bsd_signal(int sig, sighandler_t h) { return signal(sig, h); }
 sighandler_t ssignal(int sig, sighandler_t h) { return signal(sig, h); }
 
-sighandler_t sysv_signal(int sig, sighandler_t h) {
-    if (ours()) return set_handler(sig, h, false);
-    static SignalFn real = next<SignalFn>("sysv_signal");
-    return real(sig, h);
-}
+sighandler_t sysv_signal(int sig, sighandler_t h) { return set_handler(sig, h, false); }
 
 sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h); }
 
@@ -85,7 +77,7 @@ sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h)
 // only blocks, which is libc's business.
 sighandler_t sigset(int sig, sighandler_t h) {
     static SignalFn real = next<SignalFn>("sigset");
-    if (!ours() || h == SIG_HOLD) return real(sig, h);
+    if (h == SIG_HOLD) return real(sig, h);
     struct sigaction act{}, old{};
     act.sa_handler = h;
     sigemptyset(&act.sa_mask);

@@ -7,6 +7,7 @@
 
 #include "log.hpp"
 #include "real_calls.hpp"
+#include "signal_seen.hpp"
 
 namespace rdmasock::shim {
 
@@ -14,7 +15,10 @@ namespace {
 
 Config* g_config = nullptr;
 
-void after_fork_child() { refresh_current_pid(); }
+void after_fork_child() {
+    refresh_current_pid();
+    signals::note_process();  // its copy of the signal records is its own
+}
 
 // At exit, connections the program never closed still report their statistics
 // and send their end-of-stream record.
@@ -34,6 +38,7 @@ __attribute__((constructor)) void init() {
     for (const auto& e : errors) log_message(LogLevel::error, "%s", e.c_str());
     real::calls();
     refresh_current_pid();
+    signals::note_process();
     pthread_atfork(nullptr, note_fork, after_fork_child);
     std::atexit(at_exit);
     RS_LOG(debug, "loaded: transport=%s ring=%llu spin_us=%u", to_string(g_config->transport),

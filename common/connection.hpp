@@ -240,6 +240,7 @@ private:
     std::atomic<bool> tcp_only_{false};  // keep_on_tcp(): decline in-band offers
     // downgrade::lock, or a loud reset of the connection when the word stays taken.
     bool lock_or_eagain(std::unique_lock<std::mutex>& lk, int flags);
+    bool lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, bool reader);
     bool lock_busy(std::atomic<int32_t>& word);
     bool ask_pending();      // handing over, and our receives not yet asked for
     void ask_locked();       // holding read_mu_: ask the peer for our receives

@@ -27,9 +27,25 @@ bool Connection::lock_or_eagain(std::unique_lock<std::mutex>& lk, int flags) {
     return false;
 }
 
+// A direction's lock on the ring path. Another blocked call may hold it across
+// its sleep (two threads reading one socket): over TCP both would sleep on the
+// socket, each ended by its own timeout or signal, so waiting for the lock is a
+// wait like the others (in naps: the holder owns the doorbell's drain).
+bool Connection::lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, bool reader) {
+    if (lk.try_lock()) return true;
+    if (nonblocking() || (flags & MSG_DONTWAIT)) {
+        errno = EAGAIN;
+        return false;
+    }
+    const Wait res = wait_for([&] { return lk.owns_lock() || lk.try_lock(); }, reader, timeout_for(!reader));
+    if (lk.owns_lock()) return true;
+    errno = res == Wait::timeout ? EAGAIN : EINTR;
+    return false;
+}
+
 ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     std::unique_lock<std::mutex> lk(write_mu_, std::defer_lock);
-    if (!lock_or_eagain(lk, flags)) return -1;
+    if (!lock_ring_side(lk, flags, false)) return -1;
     if (!user_iov_ok(iov, iovcnt)) {
         errno = EFAULT;  // no process maps it; other bad buffers fault in the guarded copy
         return -1;
@@ -142,7 +158,7 @@ ring::IoResult peek_count(ring::RingReader& rd, size_t len) {
 // RCV_SHUTDOWN when the queue is empty). So does the ring.
 ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     std::unique_lock<std::mutex> lk(read_mu_, std::defer_lock);
-    if (!lock_or_eagain(lk, flags)) return shut_rd_ ? 0 : -1;  // a blocked reader holds it
+    if (!lock_ring_side(lk, flags, true)) return shut_rd_ ? 0 : -1;  // a blocked reader holds it
     const bool peek = flags & MSG_PEEK;
     const bool fault = !(flags & MSG_TRUNC) && !user_iov_ok(iov, iovcnt);
     if ((flags & MSG_OOB) && !rx_on_tcp()) {

@@ -175,6 +175,39 @@ void wait_case(const char* name, char cmd, bool restart, Wait wait) {
     close_case(p);
 }
 
+// Two threads read one socket: the first sleeps in recv, the second waits
+// behind it; a signal to the second ends its call, the first gets the data.
+void two_readers_case() {
+    install(false, false);
+    Peer p = open_case('l');
+    g_handled = 0;
+    struct Reader {
+        int fd;
+        long rc = 0;
+        int err = 0;
+        char buf[16] = {};
+        static void* run(void* a) {
+            auto* r = static_cast<Reader*>(a);
+            r->rc = recv(r->fd, r->buf, sizeof r->buf, 0);
+            r->err = errno;
+            return nullptr;
+        }
+    } first{p.fd}, second{p.fd};
+    pthread_t t1, t2;
+    pthread_create(&t1, nullptr, Reader::run, &first);
+    usleep(100 * 1000);
+    pthread_create(&t2, nullptr, Reader::run, &second);
+    usleep(300 * 1000);
+    pthread_kill(t2, SIGALRM);
+    pthread_join(t2, nullptr);
+    pthread_join(t1, nullptr);
+    std::printf("%-44s %-8s %-8s handler ran %d time(s)%s\n", "two readers, the second signalled",
+                outcome(first.rc, first.err).c_str(), outcome(second.rc, second.err).c_str(), static_cast<int>(g_handled),
+                first.rc > 0 ? (std::string(", first read \"") + std::string(first.buf, static_cast<size_t>(first.rc)) + "\"").c_str() : "");
+    std::fflush(stdout);
+    close_case(p);
+}
+
 }  // namespace
 
 int main() {
@@ -254,6 +287,7 @@ int main() {
         if (before != 1) std::puts("the handler did not run inside pselect");
         return rc;
     });
+    two_readers_case();
     std::puts("done");
     return 0;
 }

@@ -194,6 +194,15 @@ void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
     if (send_us >= 0) send_timeout_us_ = send_us;
 }
 
+CallTimeout::CallTimeout(int64_t timeout_us) {
+    if (timeout_us > 0) deadline_us_ = wait::now_us() + timeout_us;
+}
+
+int64_t CallTimeout::left_us() const {
+    if (deadline_us_ < 0) return -1;
+    return std::max<int64_t>(0, deadline_us_ - wait::now_us());
+}
+
 int64_t Connection::timeout_for(bool write) const {
     int64_t t = write ? send_timeout_us_ : recv_timeout_us_;
     return t > 0 ? t : -1;

@@ -52,6 +52,17 @@ struct SocketOps {
     int (*poll)(pollfd*, nfds_t, int);
 };
 
+// A call's socket timeout (SO_RCVTIMEO/SO_SNDTIMEO) as one deadline: TCP
+// counts it once for the whole call (sk_wait_data), however often it sleeps.
+class CallTimeout {
+public:
+    explicit CallTimeout(int64_t timeout_us);  // -1: none (no clock read)
+    int64_t left_us() const;                   // -1: none; 0: passed (look once, then EAGAIN)
+
+private:
+    int64_t deadline_us_ = -1;
+};
+
 enum class Role : uint8_t { client, server };
 enum class Phase : uint8_t { undecided, offered, accepted, strip_hello, upgraded, plain, failed,
                              rv_listen, rv_pending, rv_offered, rv_accepted };
@@ -240,7 +251,7 @@ private:
     std::atomic<bool> tcp_only_{false};  // keep_on_tcp(): decline in-band offers
     // downgrade::lock, or a loud reset of the connection when the word stays taken.
     bool lock_or_eagain(std::unique_lock<std::mutex>& lk, int flags);
-    bool lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, bool reader);
+    bool lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, bool reader, const CallTimeout& tmo);
     bool lock_busy(std::atomic<int32_t>& word);
     bool ask_pending();      // handing over, and our receives not yet asked for
     void ask_locked();       // holding read_mu_: ask the peer for our receives

@@ -31,21 +31,22 @@ bool Connection::lock_or_eagain(std::unique_lock<std::mutex>& lk, int flags) {
 // its sleep (two threads reading one socket): over TCP both would sleep on the
 // socket, each ended by its own timeout or signal, so waiting for the lock is a
 // wait like the others (in naps: the holder owns the doorbell's drain).
-bool Connection::lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, bool reader) {
+bool Connection::lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, bool reader, const CallTimeout& tmo) {
     if (lk.try_lock()) return true;
     if (nonblocking() || (flags & MSG_DONTWAIT)) {
         errno = EAGAIN;
         return false;
     }
-    const Wait res = wait_for([&] { return lk.owns_lock() || lk.try_lock(); }, reader, timeout_for(!reader));
+    const Wait res = wait_for([&] { return lk.owns_lock() || lk.try_lock(); }, reader, tmo.left_us());
     if (lk.owns_lock()) return true;
     errno = res == Wait::timeout ? EAGAIN : EINTR;
     return false;
 }
 
 ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
+    const CallTimeout tmo(timeout_for(true));
     std::unique_lock<std::mutex> lk(write_mu_, std::defer_lock);
-    if (!lock_ring_side(lk, flags, false)) return -1;
+    if (!lock_ring_side(lk, flags, false, tmo)) return -1;
     if (!user_iov_ok(iov, iovcnt)) {
         errno = EFAULT;  // no process maps it; other bad buffers fault in the guarded copy
         return -1;
@@ -86,7 +87,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
                 return -1;
             }
             auto res = wait_for([&] { return downgrade_due() || peer_reset_.load() || peer_closed_.load() || shut_wr_.load(); },
-                                false, timeout_for(true));
+                                false, tmo.left_us());
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = res == Wait::timeout ? EAGAIN : EINTR;
@@ -133,7 +134,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             return -1;
         }
         auto res = wait_for([&] { return w.has_space() || peer_reset_.load() || reader_gone() || transport_->failed() || shut_wr_.load() || downgrade_due() || handing_over_.load(); }, false,
-                            timeout_for(true));
+                            tmo.left_us());
         if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = res == Wait::timeout ? EAGAIN : EINTR;
@@ -157,8 +158,9 @@ ring::IoResult peek_count(ring::RingReader& rd, size_t len) {
 // later too; only where a read would wait does it return 0 (tcp_recvmsg checks
 // RCV_SHUTDOWN when the queue is empty). So does the ring.
 ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
+    const CallTimeout tmo(timeout_for(false));
     std::unique_lock<std::mutex> lk(read_mu_, std::defer_lock);
-    if (!lock_ring_side(lk, flags, true)) return shut_rd_ ? 0 : -1;  // a blocked reader holds it
+    if (!lock_ring_side(lk, flags, true, tmo)) return shut_rd_ ? 0 : -1;  // a blocked reader holds it
     const bool peek = flags & MSG_PEEK;
     const bool fault = !(flags & MSG_TRUNC) && !user_iov_ok(iov, iovcnt);
     if ((flags & MSG_OOB) && !rx_on_tcp()) {
@@ -208,7 +210,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 errno = EAGAIN;
                 return -1;
             }
-            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due() || ask_pending(); }, true, timeout_for(false));
+            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due() || ask_pending(); }, true, tmo.left_us());
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = res == Wait::timeout ? EAGAIN : EINTR;
@@ -234,7 +236,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 return -1;
             }
             auto res = wait_for([&] { return !rx_waiting_back() || shut_rd_.load() || peer_reset_.load(); }, true,
-                                timeout_for(false));
+                                tmo.left_us());
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = res == Wait::timeout ? EAGAIN : EINTR;
@@ -317,7 +319,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             return -1;
         }
         auto res = wait_for([&] { return rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load() || transport_->failed() || shut_rd_.load() || rx_back() || downgrade_due() || ask_pending(); },
-                            true, timeout_for(false));
+                            true, tmo.left_us());
         if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = res == Wait::timeout ? EAGAIN : EINTR;

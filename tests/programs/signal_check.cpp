@@ -1,5 +1,5 @@
 // A signal that arrives while a program waits on a socket, for every kind of
-// wait: recv, poll, select, epoll_wait, ppoll and epoll_pwait with a signal
+// wait (and a socket timeout over a call that waits several times): recv, poll, select, epoll_wait, ppoll and epoll_pwait with a signal
 // mask, a handler with and without SA_RESTART, a socket with SO_RCVTIMEO. The
 // kernel sleeps through the whole wait and ends it with EINTR (or restarts a
 // recv after SA_RESTART); under the shim the wait first spins in user space,
@@ -64,6 +64,11 @@ void serve(int fd) {
     if (cmd == 'l') {
         usleep(1500 * 1000);
         send(fd, "late", 4, MSG_NOSIGNAL);
+    } else if (cmd == 'd') {  // dribble: 10 bytes every 300 ms
+        for (int i = 0; i < 10; ++i) {
+            usleep(300 * 1000);
+            send(fd, "0123456789", 10, MSG_NOSIGNAL);
+        }
     }
     while (recv(fd, buf, sizeof buf, 0) > 0) {
     }
@@ -208,6 +213,23 @@ void two_readers_case() {
     close_case(p);
 }
 
+// SO_RCVTIMEO bounds the whole call, not each of its sleeps: a MSG_WAITALL
+// recv of 100 bytes that arrive 10 every 300 ms ends after 1 s with what came.
+void timeout_whole_call_case() {
+    install(false, false);
+    Peer p = open_case('d');
+    timeval tv{1, 0};
+    setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[100];
+    g_handled = 0;
+    long rc = recv(p.fd, buf, sizeof buf, MSG_WAITALL);
+    int err = errno;
+    const std::string what = rc <= 0 ? outcome(rc, err) : rc < 100 ? "part" : "all 100";  // how much varies with timing
+    std::printf("%-44s %s\n", "recv WAITALL, SO_RCVTIMEO 1 s, slow peer", what.c_str());
+    std::fflush(stdout);
+    close_case(p);
+}
+
 }  // namespace
 
 int main() {
@@ -288,6 +310,7 @@ int main() {
         return rc;
     });
     two_readers_case();
+    timeout_whole_call_case();
     std::puts("done");
     return 0;
 }

@@ -3,8 +3,8 @@
 // what one connection looks at: its ring, its TCP socket, its eventfd.
 #include "connection_detail.hpp"
 
-#include "log.hpp"
 #include "interruptible_sleep.hpp"
+#include "log.hpp"
 #include "signal_restart.hpp"
 #include "wait_engine.hpp"
 

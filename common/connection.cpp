@@ -422,6 +422,7 @@ int Connection::shutdown(int how) {
             ring_doorbell();
         }
     }
+    if (shut_rd_ && shut_wr_ && !ended) note_shut_both_ways();
     wake_local();  // blocked readers return, epoll sets look again
     if (ended) return errno = ENOTCONN, -1;
     return 0;

@@ -355,8 +355,17 @@ private:
     // out since: the RST TCP would have drawn is here.
     std::atomic<bool> sent_after_close_{false};
     // The reader's state the peer left in the ring we write (shared memory
-    // only), after a send put bytes in it when `sent_now`.
+    // only), after a send put bytes in it when `sent_now`; and bytes that came
+    // after our own shutdown both ways (note_late_arrivals).
     void note_reader_state(bool sent_now = false);
+    // Shut both ways by our calls while the socket stays open: the ring's
+    // stream offset then (bytes read + unread); what lands past it resets the
+    // connection, as the RST TCP answers it with (shared memory only).
+    static constexpr uint64_t kNoCut = ~uint64_t{0};
+    std::atomic<uint64_t> rx_cut_{kNoCut};
+    void note_shut_both_ways();
+    void note_late_arrivals();
+    uint64_t rx_room();  // bytes a read may still take before the cut
     // At our last close: bytes left unread make TCP's close a RST.
     bool unread_at_close();
     bool closed_both_ways();  // stream_closed() without looking at the reader's state

@@ -46,6 +46,16 @@ struct IovCursor {
             ++n;
         }
     }
+    // At most `room` bytes from here on.
+    void cap(size_t room) {
+        size_t keep = 0;
+        int i = 0;
+        for (; i < n && keep < room; ++i) {
+            if (v[i].iov_len > room - keep) v[i].iov_len = room - keep;
+            keep += v[i].iov_len;
+        }
+        n = i;
+    }
 };
 
 inline void raise_sigpipe(int flags) {

@@ -183,15 +183,10 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             size_t room = want - total;
             if (at != RingControl::kNotSwitched && !rx_back()) room = std::min<uint64_t>(room, at - tcp_rx_.load());
             IovCursor cur(iov, iovcnt, total);
-            size_t keep = 0;
-            int n = 0;
-            for (; n < cur.n && keep < room; ++n) {
-                if (cur.v[n].iov_len > room - keep) cur.v[n].iov_len = room - keep;
-                keep += cur.v[n].iov_len;
-            }
+            cur.cap(room);
             msghdr mh{};
             mh.msg_iov = cur.v;
-            mh.msg_iovlen = static_cast<size_t>(n);
+            mh.msg_iovlen = static_cast<size_t>(cur.n);
             ssize_t got = want == 0 ? 0 : ops_.recvmsg(fd_, &mh, (flags & (MSG_PEEK | MSG_TRUNC | MSG_OOB)) | MSG_DONTWAIT);
             if (got > 0) {
                 total += static_cast<size_t>(got);
@@ -248,9 +243,16 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         // and leaves the bytes queued; MSG_TRUNC discards without copying.
         const bool efault = fault && rd.poll() == ring::RingStatus::ok;
         IovCursor cur(iov, iovcnt, total);
+        // Shut both ways by us: what came after is not ours to read (note_late_arrivals).
+        const size_t room = std::min<uint64_t>(want - total, rx_room());
+        cur.cap(room);
         ring::IoResult r;
-        if (!efault)
-            r = !(flags & MSG_TRUNC) ? rd.readv(cur.v, cur.n, !peek) : peek ? peek_count(rd, want - total) : rd.skip(want - total);
+        if (room == 0) {
+            note_late_arrivals();
+            r.status = ring::RingStatus::would_block;
+        } else if (!efault) {
+            r = !(flags & MSG_TRUNC) ? rd.readv(cur.v, cur.n, !peek) : peek ? peek_count(rd, room) : rd.skip(room);
+        }
         rx_leave_locked();
         if (efault || (r.fault && r.bytes == 0)) {  // the application's buffer faulted: the record stays queued
             if (total > 0) return static_cast<ssize_t>(total);
@@ -350,10 +352,47 @@ ssize_t Connection::recv_nothing(bool nb) {
     return 0;
 }
 
+// Both directions shut by our own calls, the socket still open: TCP drops
+// what arrives after that and answers it with a RST, which resets our socket
+// too (tcp_rcv_state_process: FIN_WAIT with RCV_SHUTDOWN). The peer's writer
+// learns it from the reader's state (its next send goes out, the one after
+// fails, as after a close); we remember where the stream stood.
+void Connection::note_shut_both_ways() {
+    RingControl* c = transport_ ? transport_->rx_control() : nullptr;
+    if (!c || rx_cut_.load() != kNoCut || rx_on_tcp() || !owned_by_this_process() || fork_gen_ != fork_generation())
+        return;
+    c->reader_state.store(RingControl::closed, std::memory_order_seq_cst);
+    // Dekker with the peer's send (publish, fence, read our state): a record it
+    // published that we do not count here, it sees our state after.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const uint64_t delivered = rx_bytes_;
+    rx_cut_.store(delivered + transport_->reader().readable_bytes_look());
+}
+
+uint64_t Connection::rx_room() {
+    const uint64_t cut = rx_cut_.load();
+    if (cut == kNoCut) return ~uint64_t{0};
+    const uint64_t delivered = rx_bytes_;
+    return cut > delivered ? cut - delivered : 0;
+}
+
+// Bytes past the cut landed: the RST that TCP's answer to them draws resets us.
+void Connection::note_late_arrivals() {
+    const uint64_t cut = rx_cut_.load();
+    if (cut == kNoCut || peer_reset_.load()) return;
+    const uint64_t delivered = rx_bytes_;  // before the ring: a count never too large
+    if (delivered + transport_->reader().readable_bytes_look() <= cut) return;
+    if (peer_reset_.exchange(true)) return;
+    pending_err_.store(ECONNRESET);
+    RS_LOG(debug, "fd %d: bytes arrived after our shutdown both ways: a reset, as TCP's", fd_);
+    wake_local();
+}
+
 // The peer's socket is gone (shared memory: it says so in the ring we write):
 // TCP learns that from the RST its next segment draws, or, when the peer left
 // bytes unread or set SO_LINGER 0, from the RST its close sent.
 void Connection::note_reader_state(bool sent_now) {
+    note_late_arrivals();
     RingControl* c = transport_ ? transport_->tx_control() : nullptr;
     if (!c || peer_reset_.load(std::memory_order_relaxed)) return;
     const uint32_t st = c->reader_state.load(std::memory_order_acquire);
@@ -396,7 +435,7 @@ size_t Connection::readable_bytes() {
     if (phase() == Phase::rv_accepted) return kernel_inq(fd_);
     if (phase() != Phase::upgraded) return 0;
     if (rx_on_tcp()) return kernel_inq(fd_);
-    return ring_readable(nullptr);
+    return std::min<uint64_t>(ring_readable(nullptr), rx_room());  // nothing past our shutdown both ways
 }
 
 // What the ring holds unread: counted from the scan with the readers'

@@ -144,10 +144,6 @@ class Run:
                           "shutdown", "dup", "close", "epoll", "nonblock", "timeo", "peername"], [20, 8, 24, 8, 8, 4, 5, 3, 3, 3, 1, 6, 3, 3, 2])[0]
         who = e.name
         if op in ("send", "sendmsg"):
-            # Not modelled (docs/compatibility.md): bytes to a socket shut both ways, which
-            # TCP drops with a RST to both ends; the ring keeps them.
-            if p.open and p.shut_rd and p.shut_wr:
-                return True
             if e.shut_wr or p.unread >= MAX_UNREAD:
                 # Past our SHUT_WR: EPIPE (as TCP); a full pipe would block: skip.
                 if e.shut_wr:
@@ -168,8 +164,8 @@ class Run:
                 if p.open and not p.shut_rd:
                     p.unread += r
             if not p.open or p.shut_rd:
-                # Bytes to a closed socket, or one shut for reading (Linux resets a
-                # connection whose reading side is shut when data comes): the RST comes back.
+                # Bytes to a closed socket, or one shut both ways (Linux drops them and resets
+                # both ends): the RST comes back.
                 time.sleep(0.05)
             return True
         if op in ("recv", "recvmsg"):

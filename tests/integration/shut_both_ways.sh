@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Bytes sent to a socket shut both ways but still open: dropped, and both ends reset, as TCP does
+# (helpers/shut_both_ways.py). Same transcript over plain TCP and with the shim preloaded, every
+# connection on shared memory.
+. "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
+it_need_python
+compare_transcripts "$ROOT/tests/integration/helpers/shut_both_ways.py" client 4 server 4
+it_finish

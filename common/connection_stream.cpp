@@ -241,10 +241,10 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         }
         // TCP fails a copy into a bad buffer only when there is something to copy,
         // and leaves the bytes queued; MSG_TRUNC discards without copying.
-        const bool efault = fault && rd.poll() == ring::RingStatus::ok;
         IovCursor cur(iov, iovcnt, total);
         // Shut both ways by us: what came after is not ours to read (note_late_arrivals).
         const size_t room = std::min<uint64_t>(want - total, rx_room());
+        const bool efault = fault && room > 0 && rd.poll() == ring::RingStatus::ok;
         cur.cap(room);
         ring::IoResult r;
         if (room == 0) {

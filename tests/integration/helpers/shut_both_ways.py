@@ -6,7 +6,15 @@ then 0; the sender's next send goes out, the one after fails with EPIPE (it had
 the FIN). Bytes sent before the shutdown stay readable. Prints what each end
 sees; run over plain TCP and under the shim, the transcripts must be equal.
 """
-import errno, fcntl, select, socket, termios, time
+import ctypes, errno, fcntl, select, socket, termios, time
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+def recv_bad_buffer(s):
+    """recv into an unmapped address: EFAULT only when there is something to copy."""
+    libc.recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    r = libc.recv(s.fileno(), 8, 10, 0)
+    return r if r >= 0 else "err " + errno.errorcode[ctypes.get_errno()]
 
 def pair():
     """A connected pair, two round trips made (under the shim: on shared memory)."""
@@ -32,7 +40,8 @@ def pollof(s):
 #   unread-before:      b's bytes from before the shutdown stay readable for a
 #   no-late-data:       b sends nothing: no reset, a reads 0, b's first send goes out
 #   nonblocking-writer: b sends 64 KiB blocks: the second after the RST fails
-for case in ["rd-then-wr", "unread-before", "no-late-data", "nonblocking-writer"]:
+#   bad-buffer:         a's first recv after the late bytes has a bad buffer: the reset, not EFAULT
+for case in ["rd-then-wr", "unread-before", "no-late-data", "nonblocking-writer", "bad-buffer"]:
     print(case)
     a,b=pair()
     if case=="unread-before": b.sendall(b"pre"); time.sleep(0.1)
@@ -57,6 +66,7 @@ for case in ["rd-then-wr", "unread-before", "no-late-data", "nonblocking-writer"
     time.sleep(0.1)
     tryit("a poll", lambda: pollof(a))
     tryit("a FIONREAD", lambda: fcntl.ioctl(a, termios.FIONREAD, b'\0\0\0\0'))
+    if case=="bad-buffer": tryit("a recv bad buffer", lambda: recv_bad_buffer(a))
     tryit("a recv", lambda: a.recv(10))
     tryit("a recv", lambda: a.recv(10))
     tryit("a recv", lambda: a.recv(10))

@@ -6,8 +6,9 @@
 // the host's struct layout:
 //
 //   off size field
-//     0   4  magic "RDP3" (0x33504452 little endian; refused: "RDP1" peers used TCP
-//            doorbells, "RDP2" ones cannot go back to TCP)
+//     0   4  magic "RDP4" (0x34504452 little endian; refused: "RDP1" peers used TCP
+//            doorbells, "RDP2" ones cannot go back to TCP, "RDP3" ones publish
+//            the consumed counter once, which a torn landing makes a lie)
 //     4  16  gid          port GID the QP is addressed by (RoCE: IPv4-mapped IPv6)
 //    20   4  qpn          queue pair number (24 bits)
 //    24   4  psn          first packet sequence number (24 bits)
@@ -46,9 +47,10 @@ struct RdmaParams {
 };
 
 inline constexpr size_t kRdmaParamsBytes = 68;
-// "RDP3": records and publications raise the peer's receive completions
-// (WRITE_WITH_IMM), and a connection can go back to TCP (back_marker.hpp).
-inline constexpr uint32_t kRdmaParamsMagic = 0x33504452u;
+// "RDP4": records and publications raise the peer's receive completions
+// (WRITE_WITH_IMM), a connection can go back to TCP (back_marker.hpp), and a
+// publication carries the consumed position twice (consumed_counter.hpp).
+inline constexpr uint32_t kRdmaParamsMagic = 0x34504452u;
 
 std::vector<uint8_t> encode(const RdmaParams& p);
 // False (with a reason in err) when the blob has the wrong size or magic, or a

@@ -76,6 +76,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     if (!t->back_page_.map(sizeof(BackState), false, "way-back state", err, /*shared=*/true)) return nullptr;
     t->back_ = new (t->back_page_.data()) BackState();
     new (t->ctrl(RdmaCtrl::consumed)) std::atomic<uint64_t>(0);  // RingWriter's view of the peer's consumed
+    new (t->ctrl(RdmaCtrl::consumed_copy)) std::atomic<uint64_t>(0);
     at<uint32_t>(t->scratch_.data() + kScratchOne).store(1, std::memory_order_relaxed);
 
     // A protection domain per connection: an rkey works only on QPs of its own PD,
@@ -142,10 +143,11 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
         err = "ibv_create_qp failed: " + errno_text(EINVAL) + " [fault injection rdma-qp-create]";
         return nullptr;
     }
-    // Ask for 256 bytes of inline data; some devices refuse that, so step down.
-    // What we got is read back below, never assumed.
+    // Ask for 256 bytes of inline data; some devices refuse that, so step down,
+    // never below the 16 of a publication (its value and copy must be taken at
+    // post time, both from one store). What we got is read back below.
     int last_errno = 0;
-    for (uint32_t want_inline : {std::max(inline_wanted, kInlineWanted), kInlineWanted, 128u, 64u, 0u}) {
+    for (uint32_t want_inline : {std::max(inline_wanted, kInlineWanted), kInlineWanted, 128u, 64u, kPublicationBytes}) {
         ibv_qp_init_attr ia{};
         ia.send_cq = t->cq_.get();
         ia.recv_cq = t->rcq_.get();
@@ -171,6 +173,11 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
         return nullptr;
     }
     t->max_inline_ = qa.cap.max_inline_data;
+    if (t->max_inline_ < kPublicationBytes) {
+        err = "the device sends " + std::to_string(t->max_inline_) + " bytes inline, under the " +
+              std::to_string(kPublicationBytes) + " of a consumed-counter publication";
+        return nullptr;
+    }
     t->sq_depth_ = std::min(depth, qa.cap.max_send_wr > 0 ? qa.cap.max_send_wr : depth);
     if (t->sq_depth_ < 8) {
         err = "send queue of " + std::to_string(t->sq_depth_) + " work requests is too small";
@@ -230,7 +237,8 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
         return false;
     }
     remote_ = remote;
-    auto* consumed = reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed));
+    const ring::ConsumedCounter consumed(reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed)),
+                                         reinterpret_cast<const std::atomic<uint64_t>*>(ctrl(RdmaCtrl::consumed_copy)));
     writer_ = std::make_unique<ring::RingWriter>(remote.ring_bytes, sink_, consumed);
     reader_ = std::make_unique<ring::RingReader>(ring_.data(), ring_bytes_, publisher_);
     connected_ = true;
@@ -492,10 +500,11 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
 }
 
 bool RdmaTransport::publish(uint64_t consumed) {
-    // Stored BEFORE the write is posted (the peer's arm_writer READs it), and it
-    // is the write's source: inline copies it now; a non-inline write may pick up
-    // a newer value, which is just as valid (monotonic, already zeroed).
+    // Stored BEFORE the write is posted, and it is the write's source: value and
+    // copy (consumed_counter.hpp), always inline, so both are taken at post time
+    // and the pair that lands agrees.
     at<uint64_t>(ctrl(RdmaCtrl::published)).store(consumed, std::memory_order_release);
+    at<uint64_t>(ctrl(RdmaCtrl::published_copy)).store(consumed, std::memory_order_release);
     {
         // The receive WRs of the records consumed so far go back first (the
         // peer may now fill the space again).
@@ -504,7 +513,7 @@ bool RdmaTransport::publish(uint64_t consumed) {
     }
     std::lock_guard<std::mutex> lk(sq_mu_);
     // With immediate: the peer's writer may sleep waiting for this space.
-    if (!write_locked({.addr = ctrl(RdmaCtrl::published), .length = 8, .lkey = ctrl_mr_->lkey},
+    if (!write_locked({.addr = ctrl(RdmaCtrl::published), .length = kPublicationBytes, .lkey = ctrl_mr_->lkey},
                       peer_ctrl(RdmaCtrl::consumed), true))
         return false;
     ++stats_.publishes;

@@ -53,18 +53,22 @@
 namespace rdmasock {
 
 // Byte offsets inside a ctrl block. The peer addresses our block with these, so
-// they are part of the wire protocol (RdmaParams magic "RDP3").
+// they are part of the wire protocol (RdmaParams magic "RDP4").
 struct RdmaCtrl {
-    // u64, written by the peer's reader (RDMA WRITE): consumed position of the ring
-    // WE write (it lives in the peer). Our RingWriter reads it (validated).
+    // u64 twice (value, copy), written by the peer's reader in one RDMA WRITE:
+    // consumed position of the ring WE write (it lives in the peer). Our
+    // RingWriter reads it (consumed_counter.hpp: a torn landing is seen) and
+    // validates it.
     static constexpr size_t consumed = 0;
+    static constexpr size_t consumed_copy = 8;
     // 64, 128: unused since RDP2 (the "waiting" flags of the TCP-doorbell protocol).
     // u64, ours, READ by the peer's probe (and our flush READ's source): end
     // position of the last record our writer posted.
     static constexpr size_t written = 192;
-    // u64, ours: the consumed position our reader last published (the source of
-    // the publication's WRITE).
+    // u64 twice, ours: the consumed position our reader last published (the
+    // source of the publication's 16-byte WRITE).
     static constexpr size_t published = 256;
+    static constexpr size_t published_copy = 264;
     static constexpr size_t bytes = 320;
 };
 
@@ -170,6 +174,7 @@ public:
     static constexpr uint32_t kSqDepthWanted = 256;
     static constexpr uint32_t kSignalEvery = 64;
     static constexpr uint32_t kInlineWanted = 256;
+    static constexpr uint32_t kPublicationBytes = 16;  // consumed value and its copy (RDP4)
     // Receive WRs: one per record the peer may have in flight to us (ring / 16,
     // the smallest record) plus publications; capped by the device (max_qp_wr,
     // max_cqe) and here. Beyond it the peer's WRITE_WITH_IMM waits (RNR, retried

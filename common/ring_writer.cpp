@@ -17,7 +17,7 @@ const char* to_string(RingStatus s) {
     return "?";
 }
 
-RingWriter::RingWriter(uint64_t capacity, RecordSink& sink, const std::atomic<uint64_t>* consumed)
+RingWriter::RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed)
     : capacity_(capacity), mask_(capacity - 1), max_payload_(max_payload(capacity)), sink_(sink),
       peer_consumed_(consumed) {
     if (!valid_capacity(capacity)) fail("ring capacity is not a power of two in range");
@@ -34,8 +34,8 @@ RingStatus RingWriter::fail(std::string why) {
 // The consumed counter is written by the peer: it must stay 8-aligned,
 // monotonic and never pass what we wrote, or the peer is lying.
 bool RingWriter::refresh_consumed() {
-    uint64_t c = peer_consumed_->load(std::memory_order_acquire);
-    if (c == consumed_) return true;
+    uint64_t c;
+    if (!peer_consumed_.load(c) || c == consumed_) return true;  // landing: no news yet
     if (c < consumed_ || c > written_ || (c % kAlign) != 0) {
         fail("peer published an impossible consumed position");
         return false;
@@ -58,8 +58,8 @@ bool RingWriter::writable() const {
     if (status_ == RingStatus::broken) return false;
     const uint64_t written = written_;
     uint64_t consumed = std::min(consumed_.get(), written);
-    const uint64_t c = peer_consumed_->load(std::memory_order_acquire);
-    if (c > consumed && c % kAlign == 0) consumed = std::min(c, written);
+    uint64_t c;
+    if (peer_consumed_.load(c) && c > consumed && c % kAlign == 0) consumed = std::min(c, written);
     return (capacity_ - (written - consumed)) * 3 >= capacity_;
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <string>
 
+#include "consumed_counter.hpp"
 #include "owner_written.hpp"
 #include "record_sink.hpp"
 #include "ring_format.hpp"
@@ -17,7 +18,7 @@ class RingWriter {
 public:
     // `consumed` is the reader's published consumed position, living in this
     // process's memory (written by the peer); it is validated on every read.
-    RingWriter(uint64_t capacity, RecordSink& sink, const std::atomic<uint64_t>* consumed);
+    RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed);
 
     // Appends as much of the gathered bytes as fits, split into records; never
     // blocks. bytes == 0 with would_block means the ring is full.
@@ -50,7 +51,7 @@ private:
     uint64_t mask_;
     uint32_t max_payload_;
     RecordSink& sink_;
-    const std::atomic<uint64_t>* peer_consumed_;
+    ConsumedCounter peer_consumed_;
     // Read by writable()'s unlocked lookers too.
     OwnerWritten<uint64_t> written_{0};   // absolute position of the next record
     OwnerWritten<uint64_t> consumed_{0};  // last validated value of *peer_consumed_

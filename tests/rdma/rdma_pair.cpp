@@ -878,6 +878,7 @@ int check_params() {
     bad("long blob", [](std::vector<uint8_t>& c) { c.push_back(0); });
     bad("bad magic", [](std::vector<uint8_t>& c) { c[3] = '1'; });  // RDP1: the TCP-doorbell protocol
     bad("RDP2 peer", [](std::vector<uint8_t>& c) { c[3] = '2'; });  // cannot go back to TCP
+    bad("RDP3 peer", [](std::vector<uint8_t>& c) { c[3] = '3'; });  // publishes the consumed counter once
     bad("reserved", [](std::vector<uint8_t>& c) { c[67] = 1; });
     bad("mtu 0", p2([](RdmaParams& x) { x.mtu = 0; }));
     bad("mtu 6", p2([](RdmaParams& x) { x.mtu = 6; }));

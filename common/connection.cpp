@@ -405,7 +405,7 @@ int Connection::shutdown(int how) {
         // A writer blocked on a full ring holds write_mu_: wake it first; it sees
         // shut_wr_ and gives up (EPIPE, as a blocked TCP sender does).
         wake_local();
-        std::lock_guard<std::mutex> lk(write_mu_);
+        std::lock_guard<SideLock> lk(write_mu_);
         if (owned_by_this_process()) {
             // The FIN record follows the data in the ring; wait briefly for space
             // (never holding the direction's busy word while asleep).
@@ -481,7 +481,7 @@ void Connection::close_last_reference() {
     if (phase() == Phase::upgraded && owned_by_this_process() && !abortive_close() && marker_out())
         hand_over("closed on the way back to tcp");
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close()) {
-        std::lock_guard<std::mutex> lk(write_mu_);
+        std::lock_guard<SideLock> lk(write_mu_);
         if (fork_gen_ != fork_generation() && transport_->tx_control()) {
             // A child forked since the upgrade may hold the socket: only the
             // kernel knows when the stream ends. Shared memory: what the peer

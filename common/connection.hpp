@@ -39,6 +39,7 @@
 #include "handshake.hpp"
 #include "process_id.hpp"
 #include "shm_rendezvous.hpp"
+#include "side_lock.hpp"
 #include "spin_policy.hpp"
 #include "transport.hpp"
 
@@ -250,8 +251,8 @@ private:
     std::atomic<bool> handing_over_{false};
     std::atomic<bool> tcp_only_{false};  // keep_on_tcp(): decline in-band offers
     // downgrade::lock, or a loud reset of the connection when the word stays taken.
-    bool lock_or_eagain(std::unique_lock<std::mutex>& lk, int flags);
-    bool lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, bool reader, const CallTimeout& tmo);
+    bool lock_or_eagain(std::unique_lock<SideLock>& lk, int flags);
+    bool lock_ring_side(std::unique_lock<SideLock>& lk, int flags, bool reader, const CallTimeout& tmo);
     bool lock_busy(std::atomic<int32_t>& word);
     bool ask_pending();      // handing over, and our receives not yet asked for
     void ask_locked();       // holding read_mu_: ask the peer for our receives
@@ -319,7 +320,10 @@ private:
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<Transport> pending_;  // server: created, waiting for READY
     int64_t need_more_since_ms_ = 0;      // a partial handshake message arrived at
-    std::mutex handshake_mu_, read_mu_, write_mu_;
+    std::mutex handshake_mu_;
+    // Whoever lets go of a direction wakes the calls waiting for it (side_lock.hpp).
+    static void wake_local_of(void* c) { static_cast<Connection*>(c)->wake_local(); }
+    SideLock read_mu_{wake_local_of, this}, write_mu_{wake_local_of, this};
     // Held from a sleeper's last re-check until it has drained the doorbells it
     // woke on, so no other thread can swallow its doorbell in between. A flag,
     // not a mutex: an epoll set may take it in one thread and give it back in

@@ -52,7 +52,7 @@ void Connection::serve_downgrade() {
     {
         // A thread holding write_mu_ is a writer; its wait wakes on the same
         // doorbell and serves the take-back itself.
-        std::unique_lock<std::mutex> wl(write_mu_, std::try_to_lock);
+        std::unique_lock<SideLock> wl(write_mu_, std::try_to_lock);
         if (!wl.owns_lock()) return;
         if (!tx_back()) {
             auto* c = transport_->tx_control();
@@ -245,7 +245,7 @@ bool Connection::hand_over(const char* why) {
     // or empty ring) does its side itself (tx_enter / rx_enter): wake it.
     for (;;) {
         if (!tx_back()) {
-            std::unique_lock<std::mutex> wl(write_mu_, std::try_to_lock);
+            std::unique_lock<SideLock> wl(write_mu_, std::try_to_lock);
             if (wl.owns_lock()) {
                 auto* c = transport_->tx_control();
                 if (!lock_busy(c->writer_busy)) return false;
@@ -254,7 +254,7 @@ bool Connection::hand_over(const char* why) {
             }
         }
         if (state(*rc) == kRing) {
-            std::unique_lock<std::mutex> rl(read_mu_, std::try_to_lock);
+            std::unique_lock<SideLock> rl(read_mu_, std::try_to_lock);
             if (rl.owns_lock()) ask_locked();
         }
         if (tx_back() && state(*rc) != kRing) break;

@@ -148,7 +148,7 @@ bool Connection::hand_over_in_band(const char* why) {
         if (state(*tc) == kAsked) {
             // A thread holding write_mu_ (asleep on a full ring) wakes on the
             // same marker and takes back itself.
-            std::unique_lock<std::mutex> wl(write_mu_, std::try_to_lock);
+            std::unique_lock<SideLock> wl(write_mu_, std::try_to_lock);
             if (wl.owns_lock() && lock_busy(tc->writer_busy)) {
                 take_back_locked();
                 downgrade::unlock(tc->writer_busy);

@@ -25,7 +25,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
     // A reader blocked in the kernel on the TCP socket (tcp_recv holds read_mu_)
     // would sleep through the switch it cannot see: no step while one is there.
     // It comes back with the peer's next TCP byte and takes the step itself.
-    std::unique_lock<std::mutex> no_reader(read_mu_, std::defer_lock);
+    std::unique_lock<SideLock> no_reader(read_mu_, std::defer_lock);
     if (may_syscall && !no_reader.try_lock()) return false;
     switch (phase()) {
         case Phase::rv_listen: {
@@ -102,7 +102,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
 // ---------------------------------------------------------------- side-channel data path
 
 ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
-    std::lock_guard<std::mutex> lk(write_mu_);
+    std::lock_guard<SideLock> lk(write_mu_);
     return tcp_send_locked(iov, iovcnt, flags);
 }
 
@@ -120,7 +120,7 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     {
         // (A blocking kernel recv holds read_mu_ so that no switch passes it; a
         // call that may not block does not wait behind it: lock_or_eagain.)
-        std::unique_lock<std::mutex> lk(read_mu_, std::defer_lock);
+        std::unique_lock<SideLock> lk(read_mu_, std::defer_lock);
         if (!lock_or_eagain(lk, flags)) return -1;
         const Phase ph = phase();
         if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered && ph != Phase::plain) {

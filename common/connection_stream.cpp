@@ -17,7 +17,7 @@ using namespace detail;
 // lets go of the socket lock while it sleeps): a call that may not block never
 // waits behind it. That writer waits for space, that reader for data, or each
 // takes what came: EAGAIN, as the kernel answers the thread that lost the race.
-bool Connection::lock_or_eagain(std::unique_lock<std::mutex>& lk, int flags) {
+bool Connection::lock_or_eagain(std::unique_lock<SideLock>& lk, int flags) {
     if (!(nonblocking() || (flags & MSG_DONTWAIT))) {
         lk.lock();
         return true;
@@ -30,13 +30,14 @@ bool Connection::lock_or_eagain(std::unique_lock<std::mutex>& lk, int flags) {
 // A direction's lock on the ring path. Another blocked call may hold it across
 // its sleep (two threads reading one socket): over TCP both would sleep on the
 // socket, each ended by its own timeout or signal, so waiting for the lock is a
-// wait like the others (in naps: the holder owns the doorbell's drain).
-bool Connection::lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, bool reader, const CallTimeout& tmo) {
+// wait like the others, ended by the holder's unlock (side_lock.hpp).
+bool Connection::lock_ring_side(std::unique_lock<SideLock>& lk, int flags, bool reader, const CallTimeout& tmo) {
     if (lk.try_lock()) return true;
     if (nonblocking() || (flags & MSG_DONTWAIT)) {
         errno = EAGAIN;
         return false;
     }
+    SideLock::Waiting counted(*lk.mutex());
     const Wait res = wait_for([&] { return lk.owns_lock() || lk.try_lock(); }, reader, tmo.left_us());
     if (lk.owns_lock()) return true;
     errno = res == Wait::timeout ? EAGAIN : EINTR;
@@ -45,7 +46,7 @@ bool Connection::lock_ring_side(std::unique_lock<std::mutex>& lk, int flags, boo
 
 ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     const CallTimeout tmo(timeout_for(true));
-    std::unique_lock<std::mutex> lk(write_mu_, std::defer_lock);
+    std::unique_lock<SideLock> lk(write_mu_, std::defer_lock);
     if (!lock_ring_side(lk, flags, false, tmo)) return -1;
     if (!user_iov_ok(iov, iovcnt)) {
         errno = EFAULT;  // no process maps it; other bad buffers fault in the guarded copy
@@ -159,7 +160,7 @@ ring::IoResult peek_count(ring::RingReader& rd, size_t len) {
 // RCV_SHUTDOWN when the queue is empty). So does the ring.
 ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     const CallTimeout tmo(timeout_for(false));
-    std::unique_lock<std::mutex> lk(read_mu_, std::defer_lock);
+    std::unique_lock<SideLock> lk(read_mu_, std::defer_lock);
     if (!lock_ring_side(lk, flags, true, tmo)) return shut_rd_ ? 0 : -1;  // a blocked reader holds it
     const bool peek = flags & MSG_PEEK;
     const bool fault = !(flags & MSG_TRUNC) && !user_iov_ok(iov, iovcnt);
@@ -445,7 +446,7 @@ size_t Connection::readable_bytes() {
 // delivered + readable smaller, never larger, so an edge count built on it
 // never counts a byte twice.
 size_t Connection::ring_readable(uint64_t* delivered) {
-    std::unique_lock<std::mutex> lk(read_mu_, std::try_to_lock);
+    std::unique_lock<SideLock> lk(read_mu_, std::try_to_lock);
     if (delivered) *delivered = rx_bytes_;
     ring::RingReader& rd = transport_->reader();
     return lk.owns_lock() ? rd.readable_bytes() : rd.readable_bytes_look();

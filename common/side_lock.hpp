@@ -1,0 +1,50 @@
+// A direction's lock of a connection (its reads, or its writes). A call that
+// finds it taken waits like any blocking call (the kernel's socket lock lets a
+// second reader sleep too, ended by its own timeout or signal), so that wait
+// must end when the holder lets go. A holder that was waiting for data would
+// wake it by the doorbell, but many holders are not: a rendezvous step, a
+// hand-over, a shutdown. So whoever unlocks wakes the waiters itself.
+//
+// No lost wake-up (Dekker): a waiter counts itself, then tries the lock; a
+// holder unlocks, then reads the count. Either the try succeeds, or the
+// holder sees the count and wakes (the wake is a level: an eventfd stays
+// readable until drained, so a waiter that sleeps after it still returns).
+#pragma once
+
+#include <atomic>
+#include <mutex>
+
+namespace rdmasock {
+
+class SideLock {
+public:
+    using Wake = void (*)(void* ctx);
+    SideLock(Wake wake, void* ctx) : wake_(wake), ctx_(ctx) {}
+    SideLock(const SideLock&) = delete;
+    SideLock& operator=(const SideLock&) = delete;
+
+    void lock() { m_.lock(); }
+    bool try_lock() { return m_.try_lock(); }
+    void unlock() {
+        m_.unlock();
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (waiters_.load(std::memory_order_relaxed) > 0) wake_(ctx_);
+    }
+
+    // Held for as long as a call waits for the lock (around its wait).
+    struct Waiting {
+        SideLock& l;
+        explicit Waiting(SideLock& s) : l(s) {
+            l.waiters_.fetch_add(1, std::memory_order_seq_cst);
+        }
+        ~Waiting() { l.waiters_.fetch_sub(1, std::memory_order_relaxed); }
+    };
+
+private:
+    std::mutex m_;
+    std::atomic<int> waiters_{0};
+    Wake wake_;
+    void* ctx_;
+};
+
+}  // namespace rdmasock

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "handler_slots.hpp"
+
 namespace rdmasock::guard {
 
 #if defined(__x86_64__)
@@ -169,37 +171,16 @@ SigactionFn libc_sigaction() {
     return f;
 }
 
-// The application's disposition of SIGSEGV (slot 0) and SIGBUS (slot 1). The
-// fault handler reads it without a lock: writers (serialized by a spin flag)
-// fill a slot the reader is not pointed at and then publish its index.
-struct Disposition {
-    struct sigaction slots[4];
-    std::atomic<unsigned> current{0};
-};
-Disposition g_disp[2];
+// The application's disposition of SIGSEGV (slot 0) and SIGBUS (slot 1),
+// read by the fault handler without a lock (handler_slots.hpp).
+HandlerSlots<struct sigaction> g_disp[2];
 std::atomic_flag g_write_lock = ATOMIC_FLAG_INIT;
 std::atomic<bool> g_installed{false};
 
 int slot_of(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1; }
 
-struct WriteLock {
-    WriteLock() {
-        while (g_write_lock.test_and_set(std::memory_order_acquire)) sched_yield();
-    }
-    ~WriteLock() { g_write_lock.clear(std::memory_order_release); }
-};
-
-struct sigaction load(int sig) {
-    Disposition& d = g_disp[slot_of(sig)];
-    return d.slots[d.current.load(std::memory_order_acquire) & 3];
-}
-
-void store(int sig, const struct sigaction& sa) {  // under the write lock
-    Disposition& d = g_disp[slot_of(sig)];
-    unsigned next = (d.current.load(std::memory_order_relaxed) + 1) & 3;
-    d.slots[next] = sa;
-    d.current.store(next, std::memory_order_release);
-}
+struct sigaction load(int sig) { return g_disp[slot_of(sig)].load(); }
+void store(int sig, const struct sigaction& sa) { g_disp[slot_of(sig)].publish(sa); }  // under the write lock
 
 bool is_handler(const struct sigaction& sa) {
     return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
@@ -252,7 +233,7 @@ void forward(int sig, siginfo_t* si, void* uc) {
     }
     if (app.sa_flags & SA_RESETHAND) {
         // The kernel resets only the handler: flags and mask stay as they were.
-        WriteLock lk;
+        HandlerWriteLock lk(g_write_lock);
         struct sigaction dfl = app;
         dfl.sa_handler = SIG_DFL;
         store(sig, dfl);
@@ -313,7 +294,7 @@ bool covers(int sig) { return slot_of(sig) >= 0 && installed(); }
 
 bool install() {
     if (!supported() || !libc_sigaction()) return false;
-    WriteLock lk;
+    HandlerWriteLock lk(g_write_lock);
     bool ok = true;
     for (int sig : {SIGSEGV, SIGBUS}) {
         struct sigaction cur{};
@@ -335,7 +316,7 @@ int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     if (!covers(sig)) return real_sigaction(sig, act, old);
     struct sigaction prev;
     {
-        WriteLock lk;
+        HandlerWriteLock lk(g_write_lock);
         prev = load(sig);
         if (act) {
             if (put_ours(sig, *act) != 0) return -1;

@@ -1,13 +1,13 @@
 #include "signal_seen.hpp"
 
 #include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 
 #include "fault_guard.hpp"
+#include "handler_slots.hpp"
 #include "interruptible_sleep.hpp"
 
 namespace rdmasock::signals {
@@ -24,36 +24,13 @@ struct Counters {
 };
 __thread Counters tls_counters __attribute__((tls_model("initial-exec")));
 
-// The application's handler of one signal. The trampoline reads it without a
-// lock: a writer (serialized by g_write_lock) fills a slot the reader is not
-// pointed at, then publishes its index.
+// The application's handler of one signal (handler_slots.hpp).
 struct Handler {
     void* fn = nullptr;     // sa_handler or sa_sigaction
     bool siginfo = false;   // the application asked for SA_SIGINFO
 };
-struct Record {
-    Handler slots[4];
-    std::atomic<unsigned> current{0};
-};
-Record g_records[NSIG];
+HandlerSlots<Handler> g_records[NSIG];
 std::atomic_flag g_write_lock = ATOMIC_FLAG_INIT;
-
-// Signals stay blocked while the lock is held: a handler that calls sigaction
-// itself (a crash handler restoring SIG_DFL) must not find its own thread
-// holding the lock.
-struct WriteLock {
-    sigset_t was;
-    WriteLock() {
-        sigset_t all;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &was);
-        while (g_write_lock.test_and_set(std::memory_order_acquire)) sched_yield();
-    }
-    ~WriteLock() {
-        g_write_lock.clear(std::memory_order_release);
-        pthread_sigmask(SIG_SETMASK, &was, nullptr);
-    }
-};
 
 // The process the records belong to. A vfork child shares our memory: what
 // it installs must not replace the parent's handlers here, so it goes to libc
@@ -68,17 +45,8 @@ bool vfork_child() {
     return known != me;
 }
 
-Handler load(int sig) {
-    Record& r = g_records[sig];
-    return r.slots[r.current.load(std::memory_order_acquire) & 3];
-}
-
-void publish(int sig, const Handler& h) {  // under the write lock
-    Record& r = g_records[sig];
-    unsigned next = (r.current.load(std::memory_order_relaxed) + 1) & 3;
-    r.slots[next] = h;
-    r.current.store(next, std::memory_order_release);
-}
+Handler load(int sig) { return g_records[sig].load(); }
+void publish(int sig, const Handler& h) { g_records[sig].publish(h); }  // under the write lock
 
 // sa_handler and sa_sigaction share their storage: SIG_DFL and SIG_IGN read
 // the same through either, SA_SIGINFO or not.
@@ -152,7 +120,7 @@ void note_process() { g_pid.store(static_cast<int>(getpid()), std::memory_order_
 
 int app_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     if (!covered(sig) || vfork_child()) return guard::real_sigaction(sig, act, old);
-    WriteLock lk;
+    HandlerWriteLock lk(g_write_lock);
     const Handler prev = load(sig);
     struct sigaction k{};
     int rc;

@@ -71,7 +71,7 @@ Connection::~Connection() {
 
 bool Connection::stream_closed() {
     if (phase() != Phase::upgraded) return false;
-    note_reader_state();
+    note_resets();
     return closed_both_ways();
 }
 

@@ -358,10 +358,11 @@ private:
     // The peer closed its socket (RingControl::reader_state) and a send went
     // out since: the RST TCP would have drawn is here.
     std::atomic<bool> sent_after_close_{false};
-    // The reader's state the peer left in the ring we write (shared memory
-    // only), after a send put bytes in it when `sent_now`; and bytes that came
-    // after our own shutdown both ways (note_late_arrivals).
-    void note_reader_state(bool sent_now = false);
+    // The resets TCP would have seen by now (both below): `sent_now` when a
+    // send just put bytes in the ring.
+    void note_resets(bool sent_now = false);
+    // The reader's state the peer left in the ring we write (shared memory only).
+    void note_reader_state(bool sent_now);
     // Shut both ways by our calls while the socket stays open: the ring's
     // stream offset then (bytes read + unread); what lands past it resets the
     // connection, as the RST TCP answers it with (shared memory only).
@@ -370,6 +371,7 @@ private:
     void note_shut_both_ways();
     void note_late_arrivals();
     uint64_t rx_room();  // bytes a read may still take before the cut
+    uint64_t rx_arrived_look();
     // At our last close: bytes left unread make TCP's close a RST.
     bool unread_at_close();
     bool closed_both_ways();  // stream_closed() without looking at the reader's state

@@ -228,7 +228,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     // We asked the peer to send our unread ring bytes again over TCP: until it
     // has, nothing is readable (the ring's bytes are no longer ours to read).
     auto st = rx_waiting_back() ? ring::RingStatus::would_block : transport_->reader().poll();
-    note_reader_state();
+    note_resets();
     const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
     if (st == ring::RingStatus::ok) {
         r |= in;

@@ -57,7 +57,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     auto& w = transport_->writer();
     size_t total = 0;
     for (;;) {
-        note_reader_state();
+        note_resets();
         const bool failed = transport_failed();  // in band: starts the way back instead (false)
         if (!failed && w.status() == ring::RingStatus::broken) begin_way_back("send ring broken: " + w.error());
         const bool going_back = marker_out();
@@ -114,7 +114,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             total += r.bytes;
             tx_bytes_ += r.bytes;
             ring_doorbell();
-            note_reader_state(true);  // bytes to a socket that is gone draw TCP's RST: the next call fails
+            note_resets(true);  // bytes to a socket that is gone draw TCP's RST: the next call fails
             if (r.fault || total == want) return static_cast<ssize_t>(total);
             continue;
         }
@@ -171,7 +171,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     const bool waitall = (flags & MSG_WAITALL) && !peek;
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const size_t want = iov_total(iov, iovcnt);
-    note_reader_state();
+    note_resets();
     if (want == 0) return recv_nothing(nb);
     auto& rd = transport_->reader();
     size_t total = 0;
@@ -366,8 +366,14 @@ void Connection::note_shut_both_ways() {
     // Dekker with the peer's send (publish, fence, read our state): a record it
     // published that we do not count here, it sees our state after.
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    rx_cut_.store(rx_arrived_look());
+}
+
+// Ring bytes that arrived so far: read plus unread. rx_bytes_ first: a read
+// between the two loads then counts nowhere, so the sum is never too large.
+uint64_t Connection::rx_arrived_look() {
     const uint64_t delivered = rx_bytes_;
-    rx_cut_.store(delivered + transport_->reader().readable_bytes_look());
+    return delivered + transport_->reader().readable_bytes_look();
 }
 
 uint64_t Connection::rx_room() {
@@ -381,12 +387,18 @@ uint64_t Connection::rx_room() {
 void Connection::note_late_arrivals() {
     const uint64_t cut = rx_cut_.load();
     if (cut == kNoCut || peer_reset_.load()) return;
-    const uint64_t delivered = rx_bytes_;  // before the ring: a count never too large
-    if (delivered + transport_->reader().readable_bytes_look() <= cut) return;
+    if (rx_arrived_look() <= cut) return;
     if (peer_reset_.exchange(true)) return;
     pending_err_.store(ECONNRESET);
     RS_LOG(debug, "fd %d: bytes arrived after our shutdown both ways: a reset, as TCP's", fd_);
     wake_local();
+}
+
+// The resets TCP would have seen by now: bytes that came after our shutdown
+// both ways, or a send to the peer's socket that is gone.
+void Connection::note_resets(bool sent_now) {
+    note_late_arrivals();
+    note_reader_state(sent_now);
 }
 
 // The peer's socket is gone (shared memory: it says so in the ring we write):
@@ -413,7 +425,7 @@ void Connection::note_reader_state(bool sent_now) {
 }
 
 int Connection::take_pending_err() {
-    note_reader_state();
+    note_resets();
     const int e = pending_err_.exchange(0);
     if (e) {
         reset_reported_.store(true);

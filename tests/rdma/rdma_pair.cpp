@@ -850,7 +850,7 @@ int check_params() {
     p.lid = 7;
     auto b = encode(p);
     if (b.size() != kRdmaParamsBytes) die("encoded size");
-    if (b[0] != 'R' || b[1] != 'D' || b[2] != 'P' || b[3] != '3') die("magic bytes");
+    if (b[0] != 'R' || b[1] != 'D' || b[2] != 'P' || b[3] != '4') die("magic bytes");
     if (b[20] != 0x56 || b[21] != 0x34 || b[22] != 0x12) die("not little endian");
     RdmaParams q;
     std::string err;

@@ -365,13 +365,13 @@ void RdmaTransport::posted_locked(bool signaled) {
 // Unsignaled except every signal_every_-th. A signaled completion also retires
 // every unsignaled request before it (RC completes in order), which is how
 // `outstanding_` shrinks. Inline whenever the length fits max_inline_data.
-bool RdmaTransport::write_locked(LocalBuffer from, RemoteBuffer to, bool with_imm) {
+bool RdmaTransport::write_locked(LocalBuffer from, RemoteBuffer to, bool with_imm, bool always_inline) {
     if (!reserve_locked()) return false;
     const bool signal = pending_unsignaled_ + 1 >= signal_every_;
     const uint64_t s = ++seq_;
     const int rc = post_write(qp_.get(), {.from = from,
                                           .to = to,
-                                          .inline_data = from.length <= max_inline_,
+                                          .inline_data = always_inline || from.length <= max_inline_,
                                           .signaled = signal,
                                           .wr_id = signal ? make_wr_id(kWrite, pending_unsignaled_ + 1, s) : 0,
                                           .with_imm = with_imm});
@@ -500,11 +500,6 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
 }
 
 bool RdmaTransport::publish(uint64_t consumed) {
-    // Stored BEFORE the write is posted, and it is the write's source: value and
-    // copy (consumed_counter.hpp), always inline, so both are taken at post time
-    // and the pair that lands agrees.
-    at<uint64_t>(ctrl(RdmaCtrl::published)).store(consumed, std::memory_order_release);
-    at<uint64_t>(ctrl(RdmaCtrl::published_copy)).store(consumed, std::memory_order_release);
     {
         // The receive WRs of the records consumed so far go back first (the
         // peer may now fill the space again).
@@ -512,9 +507,14 @@ bool RdmaTransport::publish(uint64_t consumed) {
         reap_recv_locked();
     }
     std::lock_guard<std::mutex> lk(sq_mu_);
+    // The write's source: value and copy (consumed_counter.hpp), stored under
+    // sq_mu_ and posted inline whatever limit_inline() says for records, so the
+    // pair is taken whole at post time and the pair that lands agrees.
+    at<uint64_t>(ctrl(RdmaCtrl::published)).store(consumed, std::memory_order_release);
+    at<uint64_t>(ctrl(RdmaCtrl::published_copy)).store(consumed, std::memory_order_release);
     // With immediate: the peer's writer may sleep waiting for this space.
     if (!write_locked({.addr = ctrl(RdmaCtrl::published), .length = kPublicationBytes, .lkey = ctrl_mr_->lkey},
-                      peer_ctrl(RdmaCtrl::consumed), true))
+                      peer_ctrl(RdmaCtrl::consumed), true, /*always_inline=*/true))
         return false;
     ++stats_.publishes;
     if (signaled_inflight_ && !reap_locked()) return false;

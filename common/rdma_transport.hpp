@@ -160,6 +160,7 @@ public:
     uint32_t max_inline() const { return max_inline_; }  // as read back with ibv_query_qp
     // Benchmarks: send inline only up to `bytes` (0: never), to measure what inline
     // buys. Call before the first write.
+    // Records only (a publication always goes inline: consumed_counter.hpp).
     void limit_inline(uint32_t bytes) { max_inline_ = std::min(max_inline_, bytes); }
     uint32_t sq_depth() const { return sq_depth_; }
     uint32_t signal_every() const { return signal_every_; }
@@ -205,7 +206,8 @@ private:
     bool reap_recv_locked();
     void fail_unlocked(std::string why);
     // All *_locked functions run under sq_mu_. A failed post breaks the transport.
-    bool write_locked(LocalBuffer from, RemoteBuffer to, bool with_imm = false);
+    // always_inline: within what the QP was created with (kPublicationBytes at least).
+    bool write_locked(LocalBuffer from, RemoteBuffer to, bool with_imm = false, bool always_inline = false);
     bool read_locked(RemoteBuffer from, LocalBuffer to, Kind kind, uint64_t* seq);
     bool reserve_locked();
     void posted_locked(bool signaled);

@@ -1,9 +1,13 @@
 #include "epoll_sets.hpp"
 
 #include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +24,7 @@ namespace {
 
 constexpr uint64_t kTag = 0xfeed5ec000000000ull;  // kernel-half addresses: never an app pointer
 constexpr uint64_t kWakeTag = 0xfeed5ed000000000ull;  // a transport's eventfd doorbell
+constexpr uint64_t kReadyTag = 0xfeed5ee000000000ull;  // the set's own eventfd (expose)
 constexpr uint64_t kTagMask = 0xfffffff000000000ull;
 constexpr uint32_t kReadiness = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI;
 
@@ -47,6 +52,8 @@ struct Interest {
 
 struct EpollSet {
     std::mutex mu;
+    int epfd = -1;
+    bool retired = false;  // its fd was closed
     std::unordered_map<int, Interest> fds;
     // What every wait looks at: hot ring-driven interests, and those whose
     // socket may still change phase (not connected yet, negotiating).
@@ -54,7 +61,18 @@ struct EpollSet {
     size_t cold = 0;
     uint64_t next_id = 1;
     uint64_t local_epoch = 0;  // Connection::local_epoch() when cold ones were last all looked at
+    // Nesting (expose, below): the sets registered in this one, which a wait on
+    // this one exposes first; and this set's eventfd in its own kernel half,
+    // raised while a ring-driven member is ready.
+    std::vector<std::pair<int, std::shared_ptr<EpollSet>>> nested;
+    int ready_fd = -1;
+    bool ready_raised = false;
+    uint64_t raised_sig = 0;    // what was ready when it was last raised (a change is a new edge)
+    bool edge_watched = false;  // registered with EPOLLET in another set
 };
+
+// Sets inside sets: the kernel nests at most this deep (EP_MAX_NESTS).
+constexpr int kMaxNesting = 5;
 
 // A hot interest that this many looks in a row found idle goes cold even if the
 // set never sleeps: a busy server would otherwise scan every connection it served.
@@ -71,6 +89,7 @@ std::shared_ptr<EpollSet> find_set(int epfd, bool create) {
     if (it != g_sets->end()) return it->second;
     if (!create) return nullptr;
     auto s = std::make_shared<EpollSet>();
+    s->epfd = epfd;
     (*g_sets)[epfd] = s;
     g_any = true;
     return s;
@@ -237,6 +256,104 @@ void forget_interest(EpollSet& set, int epfd, std::unordered_map<int, Interest>:
 void retire_set(EpollSet& set) {
     std::lock_guard<std::mutex> lk(set.mu);
     for (auto& [fd, in] : set.fds) warm(set, in, false);
+    set.retired = true;
+    set.nested.clear();
+    if (set.ready_fd >= 0) real::calls().close(set.ready_fd);
+    set.ready_fd = -1;
+}
+
+// ---------------------------------------------------------------- exposing a set
+//
+// The kernel's answer for a set's fd (poll or select on it, or a set that holds
+// it) covers only its kernel half: a ring-driven connection that is hot (not
+// armed) gets no doorbell, so its bytes would never make the set readable there.
+// A wait that looks at the set's fd through the kernel exposes the set first:
+// every ring-driven member is armed and goes cold (the next byte rings a doorbell
+// that sits in the kernel set), and the set's own eventfd is raised while one is
+// ready now and lowered while none is. Cold members are warmed first, so a
+// doorbell whose bytes were read meanwhile does not leave the set readable.
+
+Exposed expose_nested(EpollSet& inner, int depth);
+
+// The set's eventfd, registered in its kernel half on first use. Written again
+// when what is ready changed: a set holding this one edge-triggered sees a new
+// edge, as new data on a member wakes the kernel's nested sets.
+bool raise_ready(EpollSet& set, uint64_t sig) {
+    if (set.ready_raised && sig == set.raised_sig) return true;
+    if (set.ready_fd < 0) {
+        int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (e < 0) return false;
+        epoll_event ev{EPOLLIN, {}};
+        ev.data.u64 = kReadyTag;
+        if (real::calls().epoll_ctl(set.epfd, EPOLL_CTL_ADD, e, &ev) != 0) {
+            real::calls().close(e);
+            return false;
+        }
+        set.ready_fd = e;
+    }
+    uint64_t one = 1;
+    if (real::calls().write(set.ready_fd, &one, sizeof one) != sizeof one) return false;
+    set.ready_raised = true;
+    set.raised_sig = sig;
+    return true;
+}
+
+void lower_ready(EpollSet& set) {
+    if (!set.ready_raised) return;
+    uint64_t v;
+    if (real::calls().read(set.ready_fd, &v, sizeof v) == sizeof v) set.ready_raised = false;
+}
+
+Exposed expose_locked(EpollSet& set, int depth) {
+    Exposed r;
+    if (set.retired) return r;
+    uint64_t sig = 0;
+    for (auto& [fd, in] : set.fds) {
+        if (!in.sock->conn) continue;
+        warm(set, in, true);
+        if (!ring_driven(in)) {
+            if (in.listed) sync_kernel(set.epfd, fd, in, 0);
+            continue;
+        }
+        SleepArm held;
+        int64_t cap = -1;
+        switch (cool(set, set.epfd, fd, in, &held, &cap)) {
+            case Cool::cold: break;
+            case Cool::ready:
+                r.ready = true;
+                sig += (in.sock->conn->arrivals() * 0x9e3779b97f4a7c15ull) ^ (in.sock->conn->send_full_count() << 20) ^
+                       static_cast<uint64_t>(fd);
+                break;
+            case Cool::in_flight: r.cap(wait::kInFlightSpinUs); break;
+            case Cool::armed:  // another thread drains it, or no doorbell reports something: look again soon
+                settle_arm(held);
+                r.cap(cap >= 0 ? cap : wait::kNapUs);
+                break;
+        }
+    }
+    prune(set);
+    if (!r.ready) lower_ready(set);
+    else if (!raise_ready(set, sig)) r.cap(wait::kNapUs);
+    // A ready member stays hot (unarmed): more bytes ring no doorbell. An
+    // edge-triggered watcher waits for exactly those, so it looks again soon.
+    else if (set.edge_watched) r.cap(wait::kNapUs);
+    std::erase_if(set.nested, [](const auto& n) { return n.second->retired; });
+    for (auto& [fd, inner] : set.nested) r.merge(expose_nested(*inner, depth + 1));
+    return r;
+}
+
+// A set inside another is taken without waiting: a thread inside its own
+// wait holds it only between kernel sleeps, and no order of set locks is
+// promised if the application re-registers sets under dup'd fd numbers.
+Exposed expose_nested(EpollSet& inner, int depth) {
+    Exposed r;
+    if (depth > kMaxNesting) return r;
+    std::unique_lock<std::mutex> lk(inner.mu, std::try_to_lock);
+    if (!lk.owns_lock()) {
+        r.cap(wait::kNapUs);
+        return r;
+    }
+    return expose_locked(inner, depth);
 }
 
 // wait_engine hooks for epoll_wait on a set that holds ring-driven interests.
@@ -250,6 +367,7 @@ struct EpollWait {
     std::unique_lock<std::mutex> lk;  // released only while asleep in the kernel
     std::vector<epoll_event> k;
     int fresh = -1;        // events the sleep returned, not yet taken
+    bool ready_seen = false;  // the kernel reported this set's own eventfd (expose)
     bool first = true;
     bool readied = false;  // the arm found an interest ready
     int64_t start;
@@ -265,6 +383,10 @@ struct EpollWait {
     int take_kernel(int nk, int n) {
         for (int i = 0; i < nk && n < max; ++i) {
             const uint64_t tag = k[i].data.u64 & kTagMask;
+            if (tag == kReadyTag) {
+                ready_seen = true;  // the scan finds what raised it; check() lowers it once nothing is ready
+                continue;
+            }
             if (tag != kTag && tag != kWakeTag) {
                 out[n++] = k[i];
                 continue;
@@ -336,13 +458,21 @@ struct EpollWait {
         }
     }
 
+    // Sets registered in this one: their fds must read true in our kernel half.
+    Exposed expose_inner() {
+        Exposed e;
+        std::erase_if(set.nested, [](const auto& n) { return n.second->retired; });
+        for (auto& [fd, inner] : set.nested) e.merge(expose_nested(*inner, 1));
+        return e;
+    }
+
     int check() {
         int nk = fresh;
         fresh = -1;
         if (nk < 0) {
             // An all-cold set: the sleep that follows asks the kernel anyway.
-            if (first && set.watch.empty() && timeout_us != 0) nk = 0;
-            else nk = kernel_wait(k.data(), max, 0);
+            if (first && set.watch.empty() && set.nested.empty() && timeout_us != 0) nk = 0;
+            else expose_inner(), nk = kernel_wait(k.data(), max, 0);
             if (nk < 0) return -1;
         }
         first = false;
@@ -351,6 +481,8 @@ struct EpollWait {
         n = scan(n, true);
         if (n > 0) retire_idle();
         prune(set);
+        if (ready_seen && scan(0, false) == 0) lower_ready(set);  // else it stays true (level-triggered members)
+        ready_seen = false;
         return n;
     }
     bool peek() { return scan(0, false) > 0; }
@@ -368,7 +500,9 @@ struct EpollWait {
     }
     wait::Armed arm() {
         wait::Armed a;
-        readied = false;
+        const Exposed e = expose_inner();
+        readied = e.ready;
+        a.max_sleep_us = e.max_sleep_us;
         for (auto& [fd, id] : set.watch) {
             auto it = set.fds.find(fd);
             if (it == set.fds.end() || it->second.id != id) continue;
@@ -425,7 +559,8 @@ struct EpollWait {
 int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int max) {
     int n = 0;
     for (int i = 0; i < nk && n < max; ++i) {
-        if ((k[i].data.u64 & kTagMask) == kWakeTag) continue;
+        if ((k[i].data.u64 & kTagMask) == kReadyTag) lower_ready(set);
+        if ((k[i].data.u64 & kTagMask) == kWakeTag || (k[i].data.u64 & kTagMask) == kReadyTag) continue;
         if ((k[i].data.u64 & kTagMask) != kTag) {
             out[n++] = k[i];
             continue;
@@ -454,7 +589,44 @@ int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int time
     return wait::run(w, timeout_us, signals::seen());
 }
 
+// An epoll fd, whoever made it (the kernel names its file so).
+bool is_epoll_fd(int fd) {
+    char path[32], target[32];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, target, sizeof target);
+    return n == 22 && memcmp(target, "anon_inode:[eventpoll]", 22) == 0;
+}
+
+// A set registered in another: a wait on the outer one exposes it. Recorded for
+// any epoll fd, as a set may get its first shimmed socket after it was nested.
+void note_nested(int epfd, int fd, uint32_t events, bool added) {
+    auto inner = find_set(fd, false);
+    if (!inner) {
+        if (!added) return;  // a MOD: only of a set already noted (no look at every fd's file)
+        const int saved = errno;
+        const bool epoll = is_epoll_fd(fd);
+        errno = saved;
+        if (!epoll) return;
+        inner = find_set(fd, true);
+    }
+    if (events & EPOLLET) {
+        std::lock_guard<std::mutex> lk(inner->mu);
+        inner->edge_watched = true;
+    }
+    auto outer = find_set(epfd, true);
+    std::lock_guard<std::mutex> lk(outer->mu);
+    std::erase_if(outer->nested, [fd](const auto& n) { return n.first == fd; });
+    outer->nested.emplace_back(fd, std::move(inner));
+}
+
 }  // namespace
+
+Exposed expose_set(int epfd) {
+    auto set = find_set(epfd, false);
+    if (!set) return {};
+    std::lock_guard<std::mutex> lk(set->mu);
+    return expose_locked(*set, 1);
+}
 
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     auto sock = fd_table().contains(fd) ? fd_table().get(fd) : nullptr;
@@ -463,8 +635,11 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
             if (auto set = find_set(epfd, false)) {
                 std::lock_guard<std::mutex> lk(set->mu);
                 if (auto it = set->fds.find(fd); it != set->fds.end()) forget_interest(*set, epfd, it);
+                std::erase_if(set->nested, [fd](const auto& n) { return n.first == fd; });
             }
-        return real::calls().epoll_ctl(epfd, op, fd, ev);
+        int r = real::calls().epoll_ctl(epfd, op, fd, ev);
+        if (r == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !sock && ev) note_nested(epfd, fd, ev->events, op == EPOLL_CTL_ADD);
+        return r;
     }
     auto set = find_set(epfd, true);
     if (!ev) {
@@ -510,13 +685,13 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);
         prune(*set);
-        if (set->watch.empty() && set->cold == 0) {
+        if (set->watch.empty() && set->cold == 0 && set->nested.empty()) {
             // Nothing ring-driven: the kernel answers, we only restore data words.
             lk.unlock();
             int nk = kernel_wait(k.data(), max, timeout_ms);
             if (nk <= 0) return nk;
             lk.lock();
-            if (!set->watch.empty() || set->cold != 0) {
+            if (!set->watch.empty() || set->cold != 0 || !set->nested.empty()) {
                 // A socket turned ring-driven meanwhile: hand the events to the engine.
                 lk.unlock();
                 return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, nk);

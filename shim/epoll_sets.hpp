@@ -14,10 +14,17 @@
 // set, and looked at again only when the kernel reports its eventfd or TCP
 // socket. So epoll_wait over 10,000 idle connections costs what the ready ones
 // cost (docs/waiting.md).
+//
+// Nesting: a set's fd watched through the kernel (poll/select on it, or a set
+// that holds it) is "exposed" first, so that the kernel's readiness of that fd
+// is true of its ring-driven members too (expose_set).
 #pragma once
 
 #include <signal.h>
 #include <sys/epoll.h>
+
+#include <algorithm>
+#include <cstdint>
 
 namespace rdmasock {
 struct Socket;
@@ -25,10 +32,25 @@ struct Socket;
 
 namespace rdmasock::shim {
 
+// What exposing a set found (epoll_sets.cpp, "exposing a set").
+struct Exposed {
+    bool ready = false;         // a ring-driven member is ready now (the set's fd reads so)
+    int64_t max_sleep_us = -1;  // >= 0: expose again by then (no doorbell reports something)
+    void cap(int64_t us) { max_sleep_us = max_sleep_us < 0 ? us : std::min(max_sleep_us, us); }
+    void merge(const Exposed& o) {
+        ready |= o.ready;
+        if (o.max_sleep_us >= 0) cap(o.max_sleep_us);
+    }
+};
+
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev);
 // Whether epfd names a set holding (or having held) a tracked socket.
 bool epoll_emulated(int epfd);
 int epoll_wait_impl(int epfd, epoll_event* events, int max, int timeout_ms, const sigset_t* mask);
+// Before a kernel wait that looks at the set's fd itself (poll or select on
+// it): makes the kernel's readiness of that fd true of the ring-driven members.
+// Nothing to do (ready false, no cap) when epfd names no emulated set.
+Exposed expose_set(int epfd);
 // close() of an fd: drop the set it names, and (for a tracked socket) drop it
 // from every set.
 void epoll_forget(int fd, bool tracked_socket);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "epoll_sets.hpp"
 #include "interruptible_sleep.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
@@ -38,6 +39,8 @@ struct PollWait {
     nfds_t n;
     const sigset_t* mask;
     std::vector<Tracked> t;
+    std::vector<int> sets;  // emulated epoll sets among the fds: exposed before the kernel looks
+    bool sets_ready = false;
     std::vector<pollfd> k;
     // The revents in k are those of the sleep that just returned: the kernel's
     // answer is current, and a wake-up then costs one poll less.
@@ -64,6 +67,7 @@ struct PollWait {
     int check() {
         evaluate_rings();
         if (!kernel_fresh) {
+            for (int fd : sets) expose_set(fd);
             kernel_request();
             int rc = real::calls().poll(k.data(), n, 0);
             if (rc < 0) return rc;
@@ -92,6 +96,10 @@ struct PollWait {
     }
     wait::Armed arm() {
         wait::Armed a;
+        Exposed x;
+        for (int fd : sets) x.merge(expose_set(fd));
+        sets_ready = x.ready;
+        a.max_sleep_us = x.max_sleep_us;
         for (auto& e : t) {
             e.phase = e.sock->conn->phase();
             e.token = e.sock->conn->arm(fds[e.idx].events, &a.may_sleep);
@@ -105,7 +113,7 @@ struct PollWait {
     // A handshake that finished during the re-check upgraded a connection we
     // could not arm: its doorbells were never requested, so look again.
     bool changed() {
-        if (evaluate_rings() > 0) return true;
+        if (sets_ready || evaluate_rings() > 0) return true;
         for (auto& e : t)
             if (e.sock->conn->phase() != e.phase) return true;
         return false;
@@ -145,7 +153,10 @@ struct PollWait {
 
 bool any_shimmed(const pollfd* fds, nfds_t n) {
     for (nfds_t i = 0; i < n; ++i) {
-        if (!fd_table().contains(fds[i].fd)) continue;
+        if (!fd_table().contains(fds[i].fd)) {
+            if (fds[i].fd >= 0 && epoll_emulated(fds[i].fd)) return true;
+            continue;
+        }
         auto s = fd_table().get(fds[i].fd);
         if (s && s->conn && !s->conn->kernel_driven()) return true;
     }
@@ -153,13 +164,17 @@ bool any_shimmed(const pollfd* fds, nfds_t n) {
 }
 
 int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask) {
-    PollWait w{fds, n, mask, {}, {}};
+    PollWait w{fds, n, mask};
     for (nfds_t i = 0; i < n; ++i) {
-        if (fds[i].fd < 0 || !fd_table().contains(fds[i].fd)) continue;
+        if (fds[i].fd < 0) continue;
+        if (!fd_table().contains(fds[i].fd)) {
+            if (epoll_emulated(fds[i].fd)) w.sets.push_back(fds[i].fd);
+            continue;
+        }
         auto s = fd_table().get(fds[i].fd);
         if (s && s->conn && !s->conn->kernel_driven()) w.t.push_back({i, std::move(s)});
     }
-    if (w.t.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
+    if (w.t.empty() && w.sets.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     w.k.resize(n);
     signals::MaskDuring app_mask(mask);
     return wait::run(w, timeout_us, signals::seen());

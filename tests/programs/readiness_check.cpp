@@ -118,6 +118,34 @@ std::string drain(int fd) {
     return b;
 }
 
+std::string select_once(int fd, int timeout_ms) {
+    fd_set rs;
+    FD_ZERO(&rs);
+    FD_SET(fd, &rs);
+    timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    int rc = select(fd + 1, &rs, nullptr, nullptr, &tv);
+    char b[64];
+    snprintf(b, sizeof b, "rc=%d set=%d", rc, rc > 0 ? FD_ISSET(fd, &rs) : 0);
+    return b;
+}
+
+// The peer writes n bytes 50 ms from now, while we block; collect_later()
+// takes its ack afterwards.
+void write_later(unsigned char n) {
+    if (fork() == 0) {
+        usleep(50000);
+        char m[2] = {'w', static_cast<char>(n)};
+        if (write(g_cmd, m, 2) < 0) _exit(1);
+        _exit(0);
+    }
+}
+
+void collect_later() {
+    char k;
+    if (read(g_ack, &k, 1) != 1) exit(3);
+    wait(nullptr);
+}
+
 void on_alarm(int) {}
 
 // One byte settles the negotiation under the shim. The peer's first send waits
@@ -234,16 +262,9 @@ int main() {
     // Blocking waits that data ends: the peer writes while we sleep.
     ev.events = EPOLLIN;
     epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
-    if (fork() == 0) {
-        usleep(50000);
-        char m[2] = {'w', 7};
-        if (write(g_cmd, m, 2) < 0) _exit(1);
-        _exit(0);
-    }
+    write_later(7);
     out("epoll blocking wakes", epoll_once(ep, 2000));
-    char k;
-    if (read(g_ack, &k, 1) != 1) return 3;
-    wait(nullptr);
+    collect_later();
     out("drain", drain(s));
 
     // epoll_pwait2: nanosecond timeouts, validated before anything else.
@@ -257,15 +278,9 @@ int main() {
     tell('w', 6);
     out("pwait2 data", pwait2_once(ep, &two_s));
     out("drain", drain(s));
-    if (fork() == 0) {
-        usleep(50000);
-        char m[2] = {'w', 9};
-        if (write(g_cmd, m, 2) < 0) _exit(1);
-        _exit(0);
-    }
+    write_later(9);
     out("pwait2 blocking wakes", pwait2_once(ep, &two_s));
-    if (read(g_ack, &k, 1) != 1) return 3;
-    wait(nullptr);
+    collect_later();
     out("drain", drain(s));
 
     // Two sets watching one socket, and a pipe mixed in.
@@ -293,6 +308,66 @@ int main() {
     timespec ts{0, 30 * 1000000};
     pollfd pp1{s, POLLIN, 0};
     out("ppoll 30ms empty", "rc=" + std::to_string(ppoll(&pp1, 1, &ts, nullptr)));
+
+    // Sets inside sets: an epoll fd watched by another set, by poll or by select
+    // reads ready while a socket inside it is (and not once it is drained).
+    int outer = epoll_create1(0), top = epoll_create1(0);
+    epoll_event oe{EPOLLIN, {}};
+    oe.data.u64 = 99;
+    epoll_ctl(outer, EPOLL_CTL_ADD, ep, &oe);
+    oe.data.u64 = 100;
+    epoll_ctl(top, EPOLL_CTL_ADD, outer, &oe);
+    out("nested empty", epoll_once(outer, 0));
+    out("nested poll empty", poll_once(ep, POLLIN, 0));
+    tell('w', 5);
+    out("nested data", epoll_once(outer, 0));
+    out("nested again (LT)", epoll_once(outer, 0));
+    out("nested poll data", poll_once(ep, POLLIN, 0));
+    out("nested select data", select_once(ep, 0));
+    out("nested three deep", epoll_once(top, 0));
+    out("nested inner set", epoll_once(ep, 0));
+    out("drain", drain(s));
+    out("nested drained", epoll_once(outer, 0));
+    out("nested poll drained", poll_once(ep, POLLIN, 0));
+    out("nested three deep drained", epoll_once(top, 0));
+    write_later(4);
+    out("nested blocking wakes", epoll_once(outer, 2000));
+    collect_later();
+    out("drain", drain(s));
+    write_later(4);
+    out("nested poll blocking wakes", poll_once(ep, POLLIN, 2000));
+    collect_later();
+    out("drain", drain(s));
+    write_later(4);
+    out("nested select blocking wakes", select_once(ep, 2000));
+    collect_later();
+    out("drain", drain(s));
+    write_later(4);
+    out("three deep blocking wakes", epoll_once(top, 2000));
+    collect_later();
+    out("drain", drain(s));
+    // Held edge-triggered: new data on a member is a new edge, a wait on the inner
+    // set is not. (An edge is waited for: a busy machine may deliver late.)
+    int edge = epoll_create1(0);
+    oe.events = EPOLLIN | EPOLLET;
+    oe.data.u64 = 101;
+    epoll_ctl(edge, EPOLL_CTL_ADD, ep, &oe);
+    out("nested ET empty", epoll_once(edge, 0));
+    tell('w', 3);
+    out("nested ET data", epoll_once(edge, 2000));
+    out("nested ET no new data", epoll_once(edge, 0));
+    tell('w', 3);
+    out("nested ET new data", epoll_once(edge, 2000));
+    out("nested inner set", epoll_once(ep, 0));
+    out("nested ET after inner wait", epoll_once(edge, 0));
+    out("drain", drain(s));
+    write_later(2);
+    out("nested ET blocking wakes", epoll_once(edge, 2000));
+    collect_later();
+    out("drain", drain(s));
+    close(edge);
+    close(top);
+    close(outer);
 
     // Signals interrupt waits with EINTR.
     struct sigaction sa{};

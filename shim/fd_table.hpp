@@ -20,9 +20,11 @@ struct Socket {
     int registry_fd = -1;              // listener: our same-host registry entry
     std::atomic<int> fd_refs{1};
     std::atomic<bool> dupped{false};   // ever had a second fd (epoll registrations may sit under either)
-    // The application set what only the kernel's socket does (SO_RCVLOWAT): no
-    // connection of it (nor, for a listener, any it accepts) leaves TCP.
+    // The application set what only the kernel's socket does (SO_RCVLOWAT,
+    // signal-driven I/O): no connection of it leaves TCP (nor, for a listener
+    // with SO_RCVLOWAT, any it accepts: the kernel copies that option).
     std::atomic<bool> tcp_only{false};
+    std::atomic<const char*> tcp_only_why{nullptr};  // what was set, for the statistics line
     std::atomic<uint64_t> plain_tx{0}, plain_rx{0};  // bytes counted for statistics
     shim::StatSlotRef stat;            // its line in `rdmasock stat`
 

@@ -33,6 +33,27 @@ std::shared_ptr<Connection> new_connection(int fd, Role role, bool nonblocking) 
     return std::make_shared<Connection>(fd, role, nonblocking, shim::config(), real::socket_ops());
 }
 
+constexpr const char* kLowatSet = "SO_RCVLOWAT was set";
+
+// The application asked for what only the kernel's socket does: its connection
+// never leaves TCP, and one that did goes back (docs/compatibility.md).
+void keep_on_tcp(Socket& s, const char* why, const char* why_before_connect) {
+    if (shim::in_vfork_child()) return;  // its exec hands the sockets it keeps back anyway
+    const char* none = nullptr;
+    // (SO_RCVLOWAT names it even after another: a listener's passes to the sockets it accepts.)
+    if (why_before_connect == kLowatSet) s.tcp_only_why = kLowatSet;
+    else s.tcp_only_why.compare_exchange_strong(none, why_before_connect);
+    s.tcp_only = true;
+    if (s.conn) s.conn->keep_on_tcp(why);
+}
+
+// Signal-driven I/O (O_ASYNC, FIOASYNC): SIGIO comes from the kernel's socket,
+// which sees no byte a ring carries. A listener's SIGIO is for connections it
+// queues, which the kernel still sees; its accepted sockets do not inherit it.
+void keep_async_on_tcp(Socket& s) {
+    if (!s.listening) keep_on_tcp(s, "signal-driven I/O (O_ASYNC)", "O_ASYNC was set");
+}
+
 }  // namespace
 
 extern "C" {
@@ -91,7 +112,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
             auto c = new_connection(fd, Role::client, s->nonblocking);
             if (offers) c->set_offer(offers);
             else if (look_again) c->note_not_offered("no shimmed listener published this port on this host");
-            else if (s->tcp_only) c->note_not_offered("SO_RCVLOWAT was set");
+            else if (s->tcp_only) c->note_not_offered(s->tcp_only_why.load());
             s->conn = std::move(c);
         }
         shim::stat_track(*s, fd, addr, len);
@@ -140,7 +161,7 @@ static int accepted(int listen_fd, int fd, int flags) {
         s->nonblocking = flags & SOCK_NONBLOCK;
         s->conn = new_connection(fd, Role::server, s->nonblocking);
         const TransportChoice t = shim::config().transport;
-        if (l->tcp_only) {
+        if (l->tcp_only && l->tcp_only_why.load() == kLowatSet) {
             s->tcp_only = true;  // the kernel copies the option to the accepted socket
             s->conn->keep_on_tcp("SO_RCVLOWAT set on the listener");
         } else if (t == TransportChoice::automatic || t == TransportChoice::shm) {
@@ -193,6 +214,7 @@ int fcntl(int fd, int cmd, ...) {
             bool nb = reinterpret_cast<intptr_t>(arg) & O_NONBLOCK;
             s->nonblocking = nb;
             if (s->conn) s->conn->set_nonblocking(nb);
+            if (reinterpret_cast<intptr_t>(arg) & O_ASYNC) keep_async_on_tcp(*s);
         }
     }
     return kept(r);
@@ -222,6 +244,11 @@ int ioctl(int fd, unsigned long request, ...) {
             request == FIONREAD && arg) {
             *static_cast<int*>(arg) = static_cast<int>(s->conn->readable_bytes());
             return kept(0);
+        }
+        if (s && request == FIOASYNC && arg) {
+            int r = calls().ioctl(fd, request, arg);
+            if (r == 0 && *static_cast<int*>(arg) != 0) keep_async_on_tcp(*s);
+            return kept(r);
         }
     }
     return kept(calls().ioctl(fd, request, arg));
@@ -272,10 +299,7 @@ int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
     // goes back to it (docs/compatibility.md).
     if (r == 0 && level == SOL_SOCKET && name == SO_RCVLOWAT && value && len >= sizeof(int) &&
         *static_cast<const int*>(value) > 1) {
-        if (auto s = fd_table().get(fd)) {
-            s->tcp_only = true;
-            if (s->conn) s->conn->keep_on_tcp("SO_RCVLOWAT");
-        }
+        if (auto s = fd_table().get(fd)) keep_on_tcp(*s, "SO_RCVLOWAT", kLowatSet);
     }
     return kept(r);
 }

@@ -144,9 +144,10 @@ public:
     // connection is plain now (or never left TCP); false when its transport
     // cannot go back (RDMA) or the peer's socket vanished with bytes unread.
     bool hand_over(const char* why);
-    // The application asked for what only the kernel's socket does (SO_RCVLOWAT):
-    // the connection goes back to TCP, or declines a later in-band offer.
-    void keep_on_tcp(const char* why);
+    // The application asked for what only the kernel's socket does (kernel_only.hpp):
+    // the connection goes back to TCP, or declines a later in-band offer. False
+    // when it stays where it is (RDMA rings: the way back would wait for the peer).
+    bool keep_on_tcp(const char* why);
     // Readiness for poll/epoll; does no I/O (call step() first). `wanted` is POLLIN|POLLOUT|POLLRDHUP...; the
     // result holds the poll bits true now. `kernel_events` receives what to
     // wait for on the kernel fd while sleeping (0: nothing of ours, use the

@@ -200,15 +200,16 @@ void Connection::finish_downgrade() {
     wake_local();  // sleepers of this side look again: the kernel answers now
 }
 
-void Connection::keep_on_tcp(const char* why) {
+bool Connection::keep_on_tcp(const char* why) {
     tcp_only_.store(true);
     // In band (RDMA) the way back waits in this call for the peer's marker, which
     // it sends at its next call: a peer waiting for our next message never would.
     if (in_band() && has_rings(phase())) {
         RS_LOG(warn, "fd %d: %s is not honoured on an rdma connection (the way back would wait for the peer)", fd_, why);
-        return;
+        return false;
     }
     hand_over(why);
+    return true;
 }
 
 bool Connection::hand_over(const char* why) {

@@ -20,11 +20,12 @@ struct Socket {
     int registry_fd = -1;              // listener: our same-host registry entry
     std::atomic<int> fd_refs{1};
     std::atomic<bool> dupped{false};   // ever had a second fd (epoll registrations may sit under either)
-    // The application set what only the kernel's socket does (SO_RCVLOWAT,
-    // signal-driven I/O): no connection of it leaves TCP (nor, for a listener
-    // with SO_RCVLOWAT, any it accepts: the kernel copies that option).
+    // The application set what only the kernel's socket does (kernel_only.hpp,
+    // O_ASYNC): no connection of it leaves TCP (nor, for a listener with such a
+    // socket option, any it accepts: the kernel copies the option).
     std::atomic<bool> tcp_only{false};
     std::atomic<const char*> tcp_only_why{nullptr};  // what was set, for the statistics line
+    std::atomic<bool> tcp_only_inherited{false};     // a socket option, which accepted sockets get too
     std::atomic<uint64_t> plain_tx{0}, plain_rx{0};  // bytes counted for statistics
     shim::StatSlotRef stat;            // its line in `rdmasock stat`
 

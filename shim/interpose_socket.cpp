@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <string>
 
 #include "errno_keep.hpp"
 #include "log.hpp"
@@ -15,6 +16,7 @@
 #include "real_calls.hpp"
 #include "epoll_sets.hpp"
 #include "fd_life.hpp"
+#include "kernel_only.hpp"
 #include "registry.hpp"
 #include "shim_state.hpp"
 #include "stat_hooks.hpp"
@@ -33,25 +35,23 @@ std::shared_ptr<Connection> new_connection(int fd, Role role, bool nonblocking) 
     return std::make_shared<Connection>(fd, role, nonblocking, shim::config(), real::socket_ops());
 }
 
-constexpr const char* kLowatSet = "SO_RCVLOWAT was set";
-
 // The application asked for what only the kernel's socket does: its connection
-// never leaves TCP, and one that did goes back (docs/compatibility.md).
-void keep_on_tcp(Socket& s, const char* why, const char* why_before_connect) {
-    if (shim::in_vfork_child()) return;  // its exec hands the sockets it keeps back anyway
+// never leaves TCP, and one that did goes back (kernel_only.hpp).
+// False when the connection stays on its rings (Connection::keep_on_tcp).
+bool keep_on_tcp(Socket& s, const char* why, bool inherited) {
+    if (shim::in_vfork_child()) return true;  // its exec hands the sockets it keeps back anyway
     const char* none = nullptr;
-    // (SO_RCVLOWAT names it even after another: a listener's passes to the sockets it accepts.)
-    if (why_before_connect == kLowatSet) s.tcp_only_why = kLowatSet;
-    else s.tcp_only_why.compare_exchange_strong(none, why_before_connect);
+    s.tcp_only_why.compare_exchange_strong(none, why);
+    if (inherited) s.tcp_only_inherited = true;
     s.tcp_only = true;
-    if (s.conn) s.conn->keep_on_tcp(why);
+    return !s.conn || s.conn->keep_on_tcp(why);
 }
 
 // Signal-driven I/O (O_ASYNC, FIOASYNC): SIGIO comes from the kernel's socket,
 // which sees no byte a ring carries. A listener's SIGIO is for connections it
 // queues, which the kernel still sees; its accepted sockets do not inherit it.
 void keep_async_on_tcp(Socket& s) {
-    if (!s.listening) keep_on_tcp(s, "signal-driven I/O (O_ASYNC)", "O_ASYNC was set");
+    if (!s.listening) keep_on_tcp(s, "O_ASYNC (signal-driven I/O)", false);
 }
 
 }  // namespace
@@ -112,7 +112,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
             auto c = new_connection(fd, Role::client, s->nonblocking);
             if (offers) c->set_offer(offers);
             else if (look_again) c->note_not_offered("no shimmed listener published this port on this host");
-            else if (s->tcp_only) c->note_not_offered(s->tcp_only_why.load());
+            else if (s->tcp_only) c->note_not_offered((std::string(s->tcp_only_why.load()) + " was set").c_str());
             s->conn = std::move(c);
         }
         shim::stat_track(*s, fd, addr, len);
@@ -161,9 +161,12 @@ static int accepted(int listen_fd, int fd, int flags) {
         s->nonblocking = flags & SOCK_NONBLOCK;
         s->conn = new_connection(fd, Role::server, s->nonblocking);
         const TransportChoice t = shim::config().transport;
-        if (l->tcp_only && l->tcp_only_why.load() == kLowatSet) {
-            s->tcp_only = true;  // the kernel copies the option to the accepted socket
-            s->conn->keep_on_tcp("SO_RCVLOWAT set on the listener");
+        if (l->tcp_only_inherited) {
+            // The kernel copies the option to the accepted socket.
+            s->tcp_only_why = l->tcp_only_why.load();
+            s->tcp_only_inherited = true;
+            s->tcp_only = true;
+            s->conn->keep_on_tcp((std::string(l->tcp_only_why.load()) + " set on the listener").c_str());
         } else if (t == TransportChoice::automatic || t == TransportChoice::shm) {
             sockaddr_storage peer{};
             socklen_t plen = sizeof peer;
@@ -286,6 +289,16 @@ int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
 
 int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
     shim::ErrnoKept kept;
+    // What only the kernel's socket does (a low-water mark, kernel TLS, ...): the
+    // connection goes back to TCP, before the option takes effect where it must.
+    const auto ko = fd_table().contains(fd) ? kernel_only_option(level, name, value, len) : std::nullopt;
+    if (ko && ko->before_the_call)
+        if (auto s = fd_table().get(fd); s && !keep_on_tcp(*s, ko->option, true)) {
+            // Kernel TLS on bytes that travel by RDMA would never be applied: the
+            // answer of a kernel without the module, so TLS stays in user space.
+            errno = ENOENT;
+            return -1;
+        }
     int r = calls().setsockopt(fd, level, name, value, len);
     if (r == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(timeval)) {
         if (auto s = fd_table().get(fd); s && s->conn) {
@@ -294,13 +307,8 @@ int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
             s->conn->set_timeouts(name == SO_RCVTIMEO ? us : -1, name == SO_SNDTIMEO ? us : -1);
         }
     }
-    // A low-water mark above one byte: readiness and reads wait for that many
-    // bytes, which the rings do not model; the kernel does, so the connection
-    // goes back to it (docs/compatibility.md).
-    if (r == 0 && level == SOL_SOCKET && name == SO_RCVLOWAT && value && len >= sizeof(int) &&
-        *static_cast<const int*>(value) > 1) {
-        if (auto s = fd_table().get(fd)) keep_on_tcp(*s, "SO_RCVLOWAT", kLowatSet);
-    }
+    if (r == 0 && ko && !ko->before_the_call)
+        if (auto s = fd_table().get(fd)) keep_on_tcp(*s, ko->option, true);
     return kept(r);
 }
 

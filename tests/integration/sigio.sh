@@ -5,6 +5,6 @@
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 compare_transcripts "$ROOT/tests/integration/helpers/sigio.py"
-grep -q "role=client transport=tcp .*reason=handed back to tcp: signal-driven I/O (O_ASYNC)" "$IT_TMP/shim.err" ||
+grep -q "role=client transport=tcp .*reason=handed back to tcp: O_ASYNC (signal-driven I/O)" "$IT_TMP/shim.err" ||
     it_fail "the connection on shm was not handed back to TCP: $(cat "$IT_TMP/shim.err")"
 it_finish

@@ -49,6 +49,7 @@ ssize_t readv(int fd, const iovec* iov, int cnt) {
 }
 
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
+    if (flags & MSG_ERRQUEUE) return calls().recv(fd, buf, n, flags);  // the kernel socket's queue (io_path.hpp)
     Call h;
     if (active(fd, h)) return recv_one(*h.s, buf, n, flags);
     return count(fd, calls().recv(fd, buf, n, flags), false);
@@ -60,6 +61,7 @@ ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
 }
 
 ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
+    if (flags & MSG_ERRQUEUE) return calls().recvfrom(fd, buf, n, flags, addr, len);
     Call h;
     if (active(fd, h)) return recv_one(*h.s, buf, n, flags);  // TCP leaves addr untouched
     return count(fd, calls().recvfrom(fd, buf, n, flags, addr, len), false);
@@ -71,6 +73,7 @@ ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, so
 }
 
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
+    if (flags & MSG_ERRQUEUE) return calls().recvmsg(fd, msg, flags);
     Call h;
     if (active(fd, h)) {
         ssize_t r = conn_recv(*h.s, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);

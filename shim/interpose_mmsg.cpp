@@ -55,6 +55,7 @@ int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
 
 int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout) {
     shim::ErrnoKept kept;
+    if (flags & MSG_ERRQUEUE) return kept(calls().recvmmsg(fd, msgs, vlen, flags, timeout));  // io_path.hpp
     Call h;
     if (!active(fd, h)) {
         int r = calls().recvmmsg(fd, msgs, vlen, flags, timeout);

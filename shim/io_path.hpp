@@ -26,6 +26,8 @@ struct Call {
 };
 
 // The connection of an fd whose bytes the shim carries, or null (the kernel's).
+// (A read of the error queue, MSG_ERRQUEUE, never comes here: that queue is the
+// kernel socket's, zero-copy completions and timestamps, never stream bytes.)
 Connection* active(int fd, Call& call);
 
 // Counts bytes of a tracked socket that stayed on TCP, for the statistics line.

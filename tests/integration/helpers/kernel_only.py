@@ -1,7 +1,8 @@
 """Socket options whose effect only the kernel's socket has (common/kernel_only.hpp):
 peek offsets, queue lengths and timestamps in control messages, zero-copy
 completions on the error queue, a ULP (kernel TLS), and a listener's options
-copied to the sockets it accepts. The shim keeps such a connection on TCP (one on
+copied to the sockets it accepts; and a read of the error queue, which takes
+no stream byte. The shim keeps such a connection on TCP (one on
 shared memory goes back), so each prints the same over plain TCP and under it."""
 import errno, fcntl, select, socket, struct, termios, time
 
@@ -71,6 +72,18 @@ def zero_copy(a, b):
 def ulp(a, b):
     a.sendall(b"u" * 3); return b.recv(10)
 
+
+# The error queue is the kernel socket's: a read of it takes no stream byte.
+c, s = settled_pair()
+s.sendall(b"hello"); arrived(c, 5)
+for name, call in (("recvmsg", lambda: c.recvmsg(100, 64, socket.MSG_ERRQUEUE)),
+                   ("recv", lambda: c.recv(100, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT))):
+    try:
+        print("MSG_ERRQUEUE", name, call(), flush=True)
+    except OSError as e:
+        print("MSG_ERRQUEUE", name, errno.errorcode[e.errno], flush=True)
+print("MSG_ERRQUEUE then:", c.recv(100), flush=True)
+c.close(); s.close()
 
 run("SO_PEEK_OFF", (socket.SOL_SOCKET, SO_PEEK_OFF, 0), peek_offsets)
 run("TCP_INQ", (socket.IPPROTO_TCP, TCP_INQ, 1), queue_left)

@@ -53,6 +53,7 @@ struct Interest {
 struct EpollSet {
     std::mutex mu;
     int epfd = -1;
+    std::weak_ptr<EpollSet> self;
     bool retired = false;  // its fd was closed
     std::unordered_map<int, Interest> fds;
     // What every wait looks at: hot ring-driven interests, and those whose
@@ -82,6 +83,12 @@ std::mutex g_mu;
 std::unordered_map<int, std::shared_ptr<EpollSet>>* g_sets = new std::unordered_map<int, std::shared_ptr<EpollSet>>();
 std::atomic<bool> g_any{false};
 
+// Each exposed set's eventfd, by number: an application that closes or
+// replaces fds it did not open (a loop over every number, closefrom, dup2)
+// takes it from the set, which must then never write to that number again.
+std::unordered_map<int, std::weak_ptr<EpollSet>>* g_ready = new std::unordered_map<int, std::weak_ptr<EpollSet>>();
+std::atomic<bool> g_any_ready{false};
+
 std::shared_ptr<EpollSet> find_set(int epfd, bool create) {
     if (!create && !g_any.load(std::memory_order_relaxed)) return nullptr;
     std::lock_guard<std::mutex> lk(g_mu);
@@ -90,6 +97,7 @@ std::shared_ptr<EpollSet> find_set(int epfd, bool create) {
     if (!create) return nullptr;
     auto s = std::make_shared<EpollSet>();
     s->epfd = epfd;
+    s->self = s;
     (*g_sets)[epfd] = s;
     g_any = true;
     return s;
@@ -258,8 +266,37 @@ void retire_set(EpollSet& set) {
     for (auto& [fd, in] : set.fds) warm(set, in, false);
     set.retired = true;
     set.nested.clear();
-    if (set.ready_fd >= 0) real::calls().close(set.ready_fd);
+    if (set.ready_fd >= 0) {
+        {
+            std::lock_guard<std::mutex> g(g_mu);
+            g_ready->erase(set.ready_fd);
+        }
+        real::calls().close(set.ready_fd);
+    }
     set.ready_fd = -1;
+}
+
+// The application closed or replaced fds in [first, last]: a set whose eventfd
+// was among them lets go of the number (the kernel took it out of the set).
+void forget_ready_fds_in(unsigned first, unsigned last) {
+    if (!g_any_ready.load(std::memory_order_relaxed)) return;
+    std::vector<std::pair<int, std::shared_ptr<EpollSet>>> lost;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        for (auto it = g_ready->begin(); it != g_ready->end();) {
+            const auto fd = static_cast<unsigned>(it->first);
+            if (fd < first || fd > last) {
+                ++it;
+                continue;
+            }
+            if (auto set = it->second.lock()) lost.emplace_back(it->first, std::move(set));
+            it = g_ready->erase(it);
+        }
+    }
+    for (auto& [fd, set] : lost) {
+        std::lock_guard<std::mutex> lk(set->mu);
+        if (set->ready_fd == fd) set->ready_fd = -1, set->ready_raised = false;
+    }
 }
 
 // ---------------------------------------------------------------- exposing a set
@@ -290,6 +327,9 @@ bool raise_ready(EpollSet& set, uint64_t sig) {
             return false;
         }
         set.ready_fd = e;
+        std::lock_guard<std::mutex> g(g_mu);
+        (*g_ready)[e] = set.self;
+        g_any_ready = true;
     }
     uint64_t one = 1;
     if (real::calls().write(set.ready_fd, &one, sizeof one) != sizeof one) return false;
@@ -675,6 +715,8 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
 
 bool epoll_emulated(int epfd) { return find_set(epfd, false) != nullptr; }
 
+bool epoll_any() { return g_any.load(std::memory_order_relaxed); }
+
 int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask) {
     auto set = find_set(epfd, false);
     auto kernel_wait = [&](epoll_event* k, int nk, int ms) {
@@ -707,6 +749,7 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
 
 void epoll_forget(int fd, bool tracked_socket) {
     if (!g_any.load(std::memory_order_relaxed)) return;
+    if (fd >= 0) forget_ready_fds_in(static_cast<unsigned>(fd), static_cast<unsigned>(fd));
     std::vector<std::pair<int, std::shared_ptr<EpollSet>>> sets;
     std::shared_ptr<EpollSet> closed;
     {
@@ -743,6 +786,7 @@ void epoll_forget_socket(const Socket* sock) {
 
 void epoll_forget_sets_in(unsigned first, unsigned last) {
     if (!g_any.load(std::memory_order_relaxed)) return;
+    forget_ready_fds_in(first, last);
     std::vector<std::shared_ptr<EpollSet>> closed;
     {
         std::lock_guard<std::mutex> lk(g_mu);

@@ -46,6 +46,8 @@ struct Exposed {
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev);
 // Whether epfd names a set holding (or having held) a tracked socket.
 bool epoll_emulated(int epfd);
+// Whether any set is emulated at all (a cheap look, no lock).
+bool epoll_any();
 int epoll_wait_impl(int epfd, epoll_event* events, int max, int timeout_ms, const sigset_t* mask);
 // Before a kernel wait that looks at the set's fd itself (poll or select on
 // it): makes the kernel's readiness of that fd true of the ring-driven members.

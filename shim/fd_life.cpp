@@ -39,11 +39,15 @@ int track_dup(int oldfd, int newfd) {
 }
 
 void before_replace(int oldfd, int newfd) {
-    if (oldfd == newfd || !fd_table().contains(newfd) || in_vfork_child()) return;
+    if (oldfd == newfd || newfd < 0 || in_vfork_child()) return;
+    const bool tracked = fd_table().contains(newfd);
+    if (!tracked && !epoll_any()) return;
     int saved = errno;
     const bool old_open = syscall(SYS_fcntl, oldfd, F_GETFD) >= 0;
     errno = saved;
-    if (old_open) forget_fd(newfd);
+    if (!old_open) return;
+    if (tracked) forget_fd(newfd);
+    else epoll_forget(newfd, false);  // an epoll set's fd, or a set's own eventfd, replaced
 }
 
 }  // namespace rdmasock::shim

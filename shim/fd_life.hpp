@@ -10,8 +10,9 @@ namespace rdmasock::shim {
 void forget_fd(int fd);
 // `newfd` (a dup of `oldfd`, or a failure < 0) now names oldfd's socket too.
 int track_dup(int oldfd, int newfd);
-// dup2/dup3 over a tracked `newfd`: forget it first, unless the call will fail
-// anyway (oldfd not open), which must leave newfd as it is.
+// dup2/dup3 over `newfd` (a tracked socket, an epoll set, a set's eventfd):
+// forget it first, unless the call will fail anyway (oldfd not open), which
+// must leave newfd as it is.
 void before_replace(int oldfd, int newfd);
 // A vfork child about to dup2 a socket / close a range: hand the sockets it
 // keeps back to TCP first (interpose_handover.cpp).

@@ -54,7 +54,7 @@ struct EpollSet {
     std::mutex mu;
     int epfd = -1;
     std::weak_ptr<EpollSet> self;
-    bool retired = false;  // its fd was closed
+    std::atomic<bool> retired{false};  // its fd was closed (read by the sets that hold it without its lock)
     std::unordered_map<int, Interest> fds;
     // What every wait looks at: hot ring-driven interests, and those whose
     // socket may still change phase (not connected yet, negotiating).
@@ -377,7 +377,7 @@ Exposed expose_locked(EpollSet& set, int depth) {
     // A ready member stays hot (unarmed): more bytes ring no doorbell. An
     // edge-triggered watcher waits for exactly those, so it looks again soon.
     else if (set.edge_watched) r.cap(wait::kNapUs);
-    std::erase_if(set.nested, [](const auto& n) { return n.second->retired; });
+    std::erase_if(set.nested, [](const auto& n) { return n.second->retired.load(); });
     for (auto& [fd, inner] : set.nested) r.merge(expose_nested(*inner, depth + 1));
     return r;
 }
@@ -501,7 +501,7 @@ struct EpollWait {
     // Sets registered in this one: their fds must read true in our kernel half.
     Exposed expose_inner() {
         Exposed e;
-        std::erase_if(set.nested, [](const auto& n) { return n.second->retired; });
+        std::erase_if(set.nested, [](const auto& n) { return n.second->retired.load(); });
         for (auto& [fd, inner] : set.nested) e.merge(expose_nested(*inner, 1));
         return e;
     }

@@ -6,10 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "interruptible_sleep.hpp"
@@ -629,12 +628,22 @@ int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int time
     return wait::run(w, timeout_us, signals::seen());
 }
 
-// An epoll fd, whoever made it (the kernel names its file so).
-bool is_epoll_fd(int fd) {
-    char path[32], target[32];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(path, target, sizeof target);
-    return n == 22 && memcmp(target, "anon_inode:[eventpoll]", 22) == 0;
+// The epoll fds this process made (epoll_create*), until they are closed: a set
+// may get its first shimmed socket after it was nested. (One inherited or dup'd
+// is not known until it holds a shimmed socket.)
+std::unordered_set<int>* g_made = new std::unordered_set<int>();
+
+std::atomic<bool> g_any_made{false};
+
+void forget_made(unsigned first, unsigned last) {
+    if (!g_any_made.load(std::memory_order_relaxed)) return;
+    std::lock_guard<std::mutex> lk(g_mu);
+    std::erase_if(*g_made, [&](int fd) { return static_cast<unsigned>(fd) >= first && static_cast<unsigned>(fd) <= last; });
+}
+
+bool made_here(int fd) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    return g_made->count(fd) != 0;
 }
 
 // A set registered in another: a wait on the outer one exposes it. Recorded for
@@ -642,11 +651,7 @@ bool is_epoll_fd(int fd) {
 void note_nested(int epfd, int fd, uint32_t events, bool added) {
     auto inner = find_set(fd, false);
     if (!inner) {
-        if (!added) return;  // a MOD: only of a set already noted (no look at every fd's file)
-        const int saved = errno;
-        const bool epoll = is_epoll_fd(fd);
-        errno = saved;
-        if (!epoll) return;
+        if (!added || !made_here(fd)) return;  // (a MOD: only of a set already noted)
         inner = find_set(fd, true);
     }
     if (events & EPOLLET) {
@@ -660,6 +665,13 @@ void note_nested(int epfd, int fd, uint32_t events, bool added) {
 }
 
 }  // namespace
+
+void epoll_created(int fd) {
+    if (in_vfork_child()) return;
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_made->insert(fd);
+    g_any_made = true;
+}
 
 Exposed expose_set(int epfd) {
     auto set = find_set(epfd, false);
@@ -748,6 +760,7 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
 }
 
 void epoll_forget(int fd, bool tracked_socket) {
+    forget_made(fd, fd);
     if (!g_any.load(std::memory_order_relaxed)) return;
     if (fd >= 0) forget_ready_fds_in(static_cast<unsigned>(fd), static_cast<unsigned>(fd));
     std::vector<std::pair<int, std::shared_ptr<EpollSet>>> sets;
@@ -785,6 +798,7 @@ void epoll_forget_socket(const Socket* sock) {
 }
 
 void epoll_forget_sets_in(unsigned first, unsigned last) {
+    forget_made(first, last);
     if (!g_any.load(std::memory_order_relaxed)) return;
     forget_ready_fds_in(first, last);
     std::vector<std::shared_ptr<EpollSet>> closed;

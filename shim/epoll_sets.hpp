@@ -43,6 +43,8 @@ struct Exposed {
     }
 };
 
+// epoll_create/epoll_create1 made `fd` (known to be a set if it is nested later).
+void epoll_created(int fd);
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev);
 // Whether epfd names a set holding (or having held) a tracked socket.
 bool epoll_emulated(int epfd);

@@ -9,6 +9,20 @@
 
 extern "C" {
 
+// Every epoll fd the program makes is noted: a set it later registers in
+// another one is exposed by the outer one's waits (epoll_sets.hpp).
+int epoll_create(int size) {
+    int fd = rdmasock::real::calls().epoll_create(size);
+    if (fd >= 0) rdmasock::shim::epoll_created(fd);
+    return fd;
+}
+
+int epoll_create1(int flags) {
+    int fd = rdmasock::real::calls().epoll_create1(flags);
+    if (fd >= 0) rdmasock::shim::epoll_created(fd);
+    return fd;
+}
+
 int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
     rdmasock::shim::ErrnoKept kept;
     return kept(rdmasock::shim::epoll_ctl_impl(epfd, op, fd, ev));

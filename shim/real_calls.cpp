@@ -57,6 +57,8 @@ void resolve_all() {
     resolve(c.ppoll, "ppoll");
     resolve(c.select, "select");
     resolve(c.pselect, "pselect");
+    resolve(c.epoll_create, "epoll_create");
+    resolve(c.epoll_create1, "epoll_create1");
     resolve(c.epoll_ctl, "epoll_ctl");
     resolve(c.epoll_wait, "epoll_wait");
     resolve(c.epoll_pwait, "epoll_pwait");

@@ -50,6 +50,8 @@ struct Calls {
     int (*ppoll)(pollfd*, nfds_t, const timespec*, const sigset_t*);
     int (*select)(int, fd_set*, fd_set*, fd_set*, timeval*);
     int (*pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
+    int (*epoll_create)(int);
+    int (*epoll_create1)(int);
     int (*epoll_ctl)(int, int, int, epoll_event*);
     int (*epoll_wait)(int, epoll_event*, int, int);
     int (*epoll_pwait)(int, epoll_event*, int, int, const sigset_t*);

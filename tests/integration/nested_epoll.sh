@@ -4,5 +4,5 @@
 # Same transcript over plain TCP and under the shim (the C scenarios: readiness_semantics.sh).
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
-compare_transcripts "$ROOT/tests/integration/helpers/nested_epoll.py" client 1
+compare_transcripts "$ROOT/tests/integration/helpers/nested_epoll.py" client 2
 it_finish

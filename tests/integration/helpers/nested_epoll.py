@@ -45,3 +45,12 @@ with tempfile.TemporaryFile() as f:
     print("after closing the rest, again", round_trip(b"three"), flush=True)
     f.seek(0)
     print("the file opened meanwhile holds", f.read(), flush=True)
+
+# A set nested before it holds a shimmed socket (sd-event's order: the loop's fd
+# is registered in its parent first, its sources come later).
+early_inner = select.epoll()
+early_outer = select.epoll(); early_outer.register(early_inner.fileno(), select.EPOLLIN)
+c2, s2 = settled_pair()
+early_inner.register(c2.fileno(), select.EPOLLIN)
+s2.sendall(b"early")
+print("nested before its socket", bool(early_outer.poll(20)), c2.recv(100), early_outer.poll(0), flush=True)

@@ -243,10 +243,14 @@ int ioctl(int fd, unsigned long request, ...) {
             s->nonblocking = *static_cast<int*>(arg) != 0;
             if (s->conn) s->conn->set_nonblocking(s->nonblocking);
         }
-        if (s && s->conn && (s->conn->phase() == Phase::upgraded || s->conn->phase() == Phase::rv_accepted) &&
-            request == FIONREAD && arg) {
-            *static_cast<int*>(arg) = static_cast<int>(s->conn->readable_bytes());
-            return kept(0);
+        if (s && s->conn && request == FIONREAD && arg) {
+            // A query steps the connection as poll does: a client whose server
+            // switched to the rings since its last call reads them from now on.
+            if (s->conn->phase() == Phase::rv_accepted) s->conn->step();
+            if (s->conn->phase() == Phase::upgraded || s->conn->phase() == Phase::rv_accepted) {
+                *static_cast<int*>(arg) = static_cast<int>(s->conn->readable_bytes());
+                return kept(0);
+            }
         }
         if (s && request == FIOASYNC && arg) {
             int r = calls().ioctl(fd, request, arg);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <ctime>
 
+#include "thread_cancel.hpp"
+
 namespace rdmasock::sleep {
 
 namespace {
@@ -100,17 +102,39 @@ void cancel_entry(void*) {}
 
 #endif
 
+namespace {
+// One kernel sleep, with what a pending pthread_cancel asks of it
+// (thread_cancel.hpp): not begun, capped, or a wake-up that says nothing.
+template <class Enter>
+long cancellable(int64_t timeout_us, const signals::Seen& since, Enter&& enter_with) {
+    cancel::Sleep c(timeout_us);
+    if (c.skip()) {
+        errno = EINTR;
+        return -1;
+    }
+    long r = enter_with(c.timeout_us());
+    if (r < 0 && errno == EINTR && c.only_a_request(signals::since(since))) return 0;
+    return r;
+}
+}  // namespace
+
 int poll(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask, const signals::Seen& since) {
-    timespec ts{timeout_us / 1000000, (timeout_us % 1000000) * 1000};
-    return static_cast<int>(enter(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(n),
-                                  timeout_us < 0 ? 0 : reinterpret_cast<long>(&ts), reinterpret_cast<long>(mask),
-                                  kSigsetBytes, 0, since));
+    return static_cast<int>(cancellable(timeout_us, since, [&](int64_t us) {
+        timespec ts{us / 1000000, (us % 1000000) * 1000};
+        return enter(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(n),
+                     us < 0 ? 0 : reinterpret_cast<long>(&ts), reinterpret_cast<long>(mask), kSigsetBytes, 0, since);
+    }));
 }
 
 int epoll_wait(int epfd, epoll_event* events, int max, int timeout_ms, const sigset_t* mask,
                const signals::Seen& since) {
-    return static_cast<int>(enter(SYS_epoll_pwait, epfd, reinterpret_cast<long>(events), max, timeout_ms,
-                                  reinterpret_cast<long>(mask), kSigsetBytes, since));
+    const int64_t timeout_us = timeout_ms < 0 ? -1 : int64_t{timeout_ms} * 1000;
+    return static_cast<int>(cancellable(timeout_us, since, [&](int64_t us) {
+        // Rounded up: a capped sleep is never shorter than the cap's whole milliseconds.
+        const int ms = us < 0 ? -1 : static_cast<int>((us + 999) / 1000);
+        return enter(SYS_epoll_pwait, epfd, reinterpret_cast<long>(events), max, ms, reinterpret_cast<long>(mask),
+                     kSigsetBytes, since);
+    }));
 }
 
 }  // namespace rdmasock::sleep

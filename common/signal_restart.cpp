@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include "thread_cancel.hpp"
+
 namespace rdmasock {
 
 bool signal_restarts_call(bool socket_has_timeout) {
@@ -18,7 +20,8 @@ bool signal_restarts_call(bool socket_has_timeout) {
 }
 
 bool signal_restarts_call(const signals::Seen& since, bool socket_has_timeout) {
-    if (socket_has_timeout) return false;
+    // Ended for a pthread_cancel: the interposer unwinds the thread on its way out.
+    if (socket_has_timeout || cancel::pending()) return false;
     const signals::Seen now = signals::seen();
     if (now.delivered != since.delivered) return now.interrupting == since.interrupting;
     return signal_restarts_call(false);

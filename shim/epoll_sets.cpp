@@ -15,6 +15,7 @@
 #include "poll_engine.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
+#include "thread_cancel.hpp"
 #include "wait_engine.hpp"
 
 namespace rdmasock::shim {
@@ -624,8 +625,9 @@ int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int time
     EpollWait w{epfd, set, out, max, timeout_us, mask, std::unique_lock<std::mutex>(set.mu), std::move(k)};
     w.start = wait::now_us();
     if (pending > 0) w.fresh = pending;
+    cancel::Span span;  // a cancellation point (thread_cancel.hpp); a set the kernel answers alone is libc's
     signals::MaskDuring app_mask(mask);
-    return wait::run(w, timeout_us, signals::seen());
+    return span.leave(wait::run(w, timeout_us, signals::seen()));
 }
 
 // The epoll fds this process made (epoll_create*), until they are closed: a set

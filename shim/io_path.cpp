@@ -5,6 +5,7 @@
 #include "errno_keep.hpp"
 #include "iov_check.hpp"
 #include "stat_hooks.hpp"
+#include "thread_cancel.hpp"
 
 namespace rdmasock::shim {
 
@@ -43,16 +44,19 @@ ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
 
 }  // namespace
 
+// recv and send are cancellation points (thread_cancel.hpp).
 ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
+    cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
-    return kept(settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags));
+    return span.leave(kept(settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags)));
 }
 
 ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
+    cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
-    return kept(settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true));
+    return span.leave(kept(settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true)));
 }
 
 ssize_t recv_one(Socket& s, void* buf, size_t n, int flags) {

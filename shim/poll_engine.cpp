@@ -8,6 +8,7 @@
 #include "interruptible_sleep.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
+#include "thread_cancel.hpp"
 #include "wait_engine.hpp"
 
 namespace rdmasock::shim {
@@ -176,8 +177,9 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
     }
     if (w.t.empty() && w.sets.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     w.k.resize(n);
+    cancel::Span span;  // a cancellation point (thread_cancel.hpp); the kernel's poll above is libc's
     signals::MaskDuring app_mask(mask);
-    return wait::run(w, timeout_us, signals::seen());
+    return span.leave(wait::run(w, timeout_us, signals::seen()));
 }
 
 }  // namespace rdmasock::shim

@@ -117,6 +117,15 @@ bool Connection::keep_own_fd() {
     return true;
 }
 
+void Connection::forget_other_threads() {
+    new (&fd_mu_) std::mutex();
+    new (&handshake_mu_) std::mutex();
+    new (&arm_mu_) std::mutex();
+    read_mu_.forget_holders();
+    write_mu_.forget_holders();
+    drain_owned_.store(false, std::memory_order_relaxed);
+}
+
 void Connection::retire_fd() {
     std::lock_guard<std::mutex> lk(fd_mu_);
     if (own_fd_) {

@@ -181,6 +181,11 @@ public:
     // fd identity: when the application closes the number this connection uses
     // while it lives on, it switches to a private dup. False when no fd was left.
     bool keep_own_fd();
+    // In a forked child (pthread_atfork, one thread): what the parent's other
+    // threads held when it forked (a reader or writer asleep holds its side's
+    // lock and the doorbell drain) is nobody's here; without this the child's
+    // first call on the connection waited for them for good.
+    void forget_other_threads();
     // The socket's last fd is closed and no call is in progress: close the
     // private dup, if any, and use no fd number from now on (calls get EBADF).
     void retire_fd();

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <new>
 
 namespace rdmasock {
 
@@ -29,6 +30,13 @@ public:
         m_.unlock();
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (waiters_.load(std::memory_order_relaxed) > 0) wake_(ctx_);
+    }
+
+    // In a forked child, which has only the thread that forked: a holder or
+    // waiter in the parent (a reader asleep on an empty ring) is not there.
+    void forget_holders() {
+        new (&m_) std::mutex();
+        waiters_.store(0, std::memory_order_relaxed);
     }
 
     // Held for as long as a call waits for the lock (around its wait).

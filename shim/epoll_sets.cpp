@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -48,6 +49,12 @@ struct Interest {
     int cold_token = 0;           // what the arm armed
     Connection::Drain cold_drain = Connection::Drain::none;
     uint8_t idle = 0;             // consecutive looks that found it not ready
+    // Made before this process forked: its arm (in the rings the parent
+    // shares) and its eventfd's place in the kernel set (one set, shared with
+    // the parent) are the parent's, which may be asleep on them. The child
+    // forgets it without undoing them, as closing a copy of an fd leaves the
+    // kernel's registration alone.
+    bool inherited = false;
 };
 
 struct EpollSet {
@@ -128,7 +135,7 @@ void sync_wake(int epfd, int fd, Interest& in, bool rd) {
 }
 
 void drop_wake(int epfd, Interest& in) {
-    if (in.wake_fd >= 0) real::calls().epoll_ctl(epfd, EPOLL_CTL_DEL, in.wake_fd, nullptr);
+    if (in.wake_fd >= 0 && !in.inherited) real::calls().epoll_ctl(epfd, EPOLL_CTL_DEL, in.wake_fd, nullptr);
     in.wake_fd = -1;
 }
 
@@ -184,8 +191,10 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
 void warm(EpollSet& set, Interest& in, bool relist) {
     if (!in.cold) return;
     Connection& c = *in.sock->conn;
-    c.end_sleep(in.cold_drain);
-    c.disarm(in.cold_token);
+    if (!in.inherited) {
+        c.end_sleep(in.cold_drain);
+        c.disarm(in.cold_token);
+    }
     in.cold = false;
     in.cold_drain = Connection::Drain::none;
     in.cold_token = 0;
@@ -779,6 +788,14 @@ void epoll_forget(int fd, bool tracked_socket) {
     for (auto& [epfd, set] : sets) {
         std::lock_guard<std::mutex> lk(set->mu);
         if (auto it = set->fds.find(fd); it != set->fds.end()) forget_interest(*set, epfd, it);
+    }
+}
+
+void epoll_after_fork_child() {
+    new (&g_mu) std::mutex();
+    for (auto& [epfd, set] : *g_sets) {
+        new (&set->mu) std::mutex();
+        for (auto& [fd, in] : set->fds) in.inherited = true;
     }
 }
 

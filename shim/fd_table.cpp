@@ -1,6 +1,7 @@
 #include "fd_table.hpp"
 
 #include <mutex>
+#include <new>
 
 namespace rdmasock {
 
@@ -71,6 +72,19 @@ std::vector<int> FdTable::present_in(unsigned first, unsigned last) const {
         ++fd;
     }
     return fds;
+}
+
+void FdTable::forget_other_threads(void (*forget)(Socket&)) {
+    new (&g_chunk_mu) std::mutex();
+    for (auto& c : chunks_) {
+        Slot* chunk = c.load(std::memory_order_acquire);
+        if (!chunk) continue;
+        for (int i = 0; i < kChunk; ++i) {
+            Slot& s = chunk[i];
+            s.lock.store(false, std::memory_order_relaxed);
+            if (s.present.load(std::memory_order_relaxed) && s.sock) forget(*s.sock);
+        }
+    }
 }
 
 FdTable& fd_table() {

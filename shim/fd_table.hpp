@@ -41,6 +41,11 @@ struct Socket {
     void leave() {
         if (calls.fetch_sub(2, std::memory_order_acq_rel) == 3 && conn) conn->retire_fd();
     }
+    // In a forked child: the parent's calls in progress are not here.
+    void forget_other_threads() {
+        calls.fetch_and(1, std::memory_order_relaxed);
+        if (conn) conn->forget_other_threads();
+    }
     // At the last close, before the kernel's: a call still in progress in another
     // thread moves to a private fd that lives until that call returns.
     void last_fd_closing() {
@@ -65,6 +70,9 @@ public:
     std::shared_ptr<Socket> take(int fd);  // remove and return
     // The tracked fds in [first, last], ascending (close_range, closefrom).
     std::vector<int> present_in(unsigned first, unsigned last) const;
+    // In a forked child (one thread): frees the slot locks the parent's other
+    // threads held, then hands each socket to `forget` (Socket::forget_other_threads).
+    void forget_other_threads(void (*forget)(Socket&));
 
 private:
     struct Slot {

@@ -392,6 +392,13 @@ bool Connection::transport_failed() {
 
 int Connection::shutdown(int how) {
     const bool rd = how == SHUT_RD || how == SHUT_RDWR, wr = how == SHUT_WR || how == SHUT_RDWR;
+    if (phase() == Phase::upgraded && !owned_by_this_process()) {
+        // A forked copy: the socket is both processes', and so is its shutdown
+        // (the parent reads EOF or a reset as over TCP). The FIN record is the
+        // owner's to write: the connection goes back to TCP, and the kernel shuts it.
+        if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+        return static_cast<int>(syscall(SYS_shutdown, fd_, how));
+    }
     if (phase() != Phase::upgraded) {
         // The kernel carries this one (the caller shuts the TCP socket down); a
         // later switch to the ring must not reopen what the app closed.

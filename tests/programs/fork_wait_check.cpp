@@ -137,6 +137,34 @@ void run(const char* block, const char* act) {
     close(S);
 }
 
+// A child whose first call on the connection is shutdown(SHUT_WR): the socket
+// is both processes', so the server end reads the bytes before it, then EOF,
+// and still sends to the parent's end.
+void child_shuts_down() {
+    std::printf("no thread blocked, the child's first call is shutdown(SHUT_WR):\n");
+    connect_pair();
+    if (send(C, "pending", 7, 0) != 7) die("send pending");
+    const pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        std::printf("  child: shutdown %d\n", shutdown(C, SHUT_WR));
+        std::fflush(stdout);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    char b[16];
+    ssize_t n = recv(S, b, sizeof b, MSG_WAITALL);
+    ssize_t eof = recv(S, b, sizeof b, 0);
+    std::printf("  the server end reads %zd, then %zd\n", n, eof);
+    if (send(S, "reply", 5, 0) != 5) die("send reply");
+    n = recv(C, b, 5, MSG_WAITALL);
+    std::printf("  and the parent's end still reads: %zd \"%.*s\"\n", n, static_cast<int>(n > 0 ? n : 0), b);
+    close(EP);
+    close(C);
+    close(S);
+}
+
 }  // namespace
 
 int main() {
@@ -148,5 +176,6 @@ int main() {
     if (bind(g_listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(g_listener, 8) != 0) die("listen");
     for (const char* block : {"recv", "send", "poll", "epoll_wait"})
         for (const char* act : {"send", "close"}) run(block, act);
+    child_shuts_down();
     return 0;
 }

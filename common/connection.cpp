@@ -220,6 +220,8 @@ int64_t Connection::timeout_for(bool write) const {
 bool Connection::owned_by_this_process() const { return owner_pid_ == 0 || owner_pid_ == current_pid(); }
 
 void Connection::become_plain(const char* why) {
+    // What the application set is the reason, whatever the handshake saw then.
+    if (tcp_only_.load() && !tcp_only_why_.empty()) why = tcp_only_why_.c_str();
     fallback_reason_ = why;
     pending_.reset();
     if (rv_) rv_->close();

@@ -256,6 +256,7 @@ private:
     // empty one must not keep hand_over waiting for their locks).
     std::atomic<bool> handing_over_{false};
     std::atomic<bool> tcp_only_{false};  // keep_on_tcp(): decline in-band offers
+    std::string tcp_only_why_;           // keep_on_tcp()'s reason, the statistics line's (set before tcp_only_)
     // downgrade::lock, or a loud reset of the connection when the word stays taken.
     bool lock_or_eagain(std::unique_lock<SideLock>& lk, int flags);
     bool lock_ring_side(std::unique_lock<SideLock>& lk, int flags, bool reader, const CallTimeout& tmo);

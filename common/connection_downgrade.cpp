@@ -201,6 +201,7 @@ void Connection::finish_downgrade() {
 }
 
 bool Connection::keep_on_tcp(const char* why) {
+    if (!tcp_only_.load()) tcp_only_why_ = why;
     tcp_only_.store(true);
     // In band (RDMA) the way back waits in this call for the peer's marker, which
     // it sends at its next call: a peer waiting for our next message never would.

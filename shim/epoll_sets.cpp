@@ -321,6 +321,15 @@ void forget_ready_fds_in(unsigned first, unsigned last) {
 
 Exposed expose_nested(EpollSet& inner, int depth);
 
+// The sets registered in `set` (under its lock), each exposed at `depth`;
+// those whose fd was closed are let go.
+Exposed expose_sets_inside(EpollSet& set, int depth) {
+    Exposed r;
+    std::erase_if(set.nested, [](const auto& n) { return n.second->retired.load(); });
+    for (auto& [fd, inner] : set.nested) r.merge(expose_nested(*inner, depth));
+    return r;
+}
+
 // The set's eventfd, registered in its kernel half on first use. Written again
 // when what is ready changed: a set holding this one edge-triggered sees a new
 // edge, as new data on a member wakes the kernel's nested sets.
@@ -386,8 +395,7 @@ Exposed expose_locked(EpollSet& set, int depth) {
     // A ready member stays hot (unarmed): more bytes ring no doorbell. An
     // edge-triggered watcher waits for exactly those, so it looks again soon.
     else if (set.edge_watched) r.cap(wait::kNapUs);
-    std::erase_if(set.nested, [](const auto& n) { return n.second->retired.load(); });
-    for (auto& [fd, inner] : set.nested) r.merge(expose_nested(*inner, depth + 1));
+    r.merge(expose_sets_inside(set, depth + 1));
     return r;
 }
 
@@ -508,12 +516,7 @@ struct EpollWait {
     }
 
     // Sets registered in this one: their fds must read true in our kernel half.
-    Exposed expose_inner() {
-        Exposed e;
-        std::erase_if(set.nested, [](const auto& n) { return n.second->retired.load(); });
-        for (auto& [fd, inner] : set.nested) e.merge(expose_nested(*inner, 1));
-        return e;
-    }
+    Exposed expose_inner() { return expose_sets_inside(set, 1); }
 
     int check() {
         int nk = fresh;

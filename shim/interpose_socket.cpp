@@ -38,13 +38,14 @@ std::shared_ptr<Connection> new_connection(int fd, Role role, bool nonblocking) 
 // The application asked for what only the kernel's socket does: its connection
 // never leaves TCP, and one that did goes back (kernel_only.hpp).
 // False when the connection stays on its rings (Connection::keep_on_tcp).
-bool keep_on_tcp(Socket& s, const char* why, bool inherited) {
+// `conn_why` (default: `why`) is the connection's own reason.
+bool keep_on_tcp(Socket& s, const char* why, bool inherited, const char* conn_why = nullptr) {
     if (shim::in_vfork_child()) return true;  // its exec hands the sockets it keeps back anyway
     const char* none = nullptr;
     s.tcp_only_why.compare_exchange_strong(none, why);
     if (inherited) s.tcp_only_inherited = true;
     s.tcp_only = true;
-    return !s.conn || s.conn->keep_on_tcp(why);
+    return !s.conn || s.conn->keep_on_tcp(conn_why ? conn_why : why);
 }
 
 // Signal-driven I/O (O_ASYNC, FIOASYNC): SIGIO comes from the kernel's socket,
@@ -163,10 +164,8 @@ static int accepted(int listen_fd, int fd, int flags) {
         const TransportChoice t = shim::config().transport;
         if (l->tcp_only_inherited) {
             // The kernel copies the option to the accepted socket.
-            s->tcp_only_why = l->tcp_only_why.load();
-            s->tcp_only_inherited = true;
-            s->tcp_only = true;
-            s->conn->keep_on_tcp((std::string(l->tcp_only_why.load()) + " set on the listener").c_str());
+            const char* option = l->tcp_only_why.load();
+            keep_on_tcp(*s, option, true, (std::string(option) + " set on the listener").c_str());
         } else if (t == TransportChoice::automatic || t == TransportChoice::shm) {
             sockaddr_storage peer{};
             socklen_t plen = sizeof peer;

@@ -23,6 +23,7 @@
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
 #include "signal_restart.hpp"
+#include "thread_cancel.hpp"
 
 namespace rdmasock {
 
@@ -393,6 +394,7 @@ bool Connection::transport_failed() {
 // ---------------------------------------------------------------- teardown
 
 int Connection::shutdown(int how) {
+    cancel::Shield shield;  // the FIN record waits for room (thread_cancel.hpp)
     const bool rd = how == SHUT_RD || how == SHUT_RDWR, wr = how == SHUT_WR || how == SHUT_RDWR;
     if (phase() == Phase::upgraded && !owned_by_this_process()) {
         // A forked copy: the socket is both processes', and so is its shutdown
@@ -447,6 +449,7 @@ int Connection::shutdown(int how) {
 }
 
 void Connection::close_last_reference() {
+    cancel::Shield shield;  // its end-of-stream and hand-over finish (thread_cancel.hpp)
     RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
     switch (phase()) {  // a connection that ended while its bytes still went over TCP
         case Phase::rv_listen:

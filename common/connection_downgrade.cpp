@@ -12,6 +12,7 @@
 
 #include "downgrade.hpp"
 #include "log.hpp"
+#include "thread_cancel.hpp"
 
 namespace rdmasock {
 
@@ -214,6 +215,7 @@ bool Connection::keep_on_tcp(const char* why) {
 }
 
 bool Connection::hand_over(const char* why) {
+    cancel::Shield shield;  // its waits are not cancellation points (thread_cancel.hpp)
     while (progress()) {}  // a rendezvous the server has switched becomes `upgraded`
     switch (phase()) {
         case Phase::rv_listen:

@@ -49,6 +49,12 @@ bool pending();
 // libc's to act on here).
 void point();
 
+// A cancellation point with no shim sleep behind it (close): acts on a request
+// made in this process, before the call does anything, as libc's would.
+inline void point_at_entry() {
+    if (any()) point();
+}
+
 // One interposed call the shim carries (recv or send on the rings, the poll
 // and epoll engines) is one cancellation point: the request acts at its
 // entry, and on its way out when the call ended in EINTR (its wait ended for
@@ -74,6 +80,23 @@ private:
     void restore();
     int app_state_ = -1;  // the application's PTHREAD_CANCEL_* while the span is open, else -1
     int outer_ = -1;      // an enclosing span's
+};
+
+// Around a multi-step operation of the connection's own that may wait (a
+// hand-over back to TCP, a close's end-of-stream, a shutdown's FIN): a
+// pending request must not unwind the thread inside a libc call it makes
+// (poll, usleep), halfway through. It acts at the application's next
+// cancellation point. Nests; deferred cancellation only (asynchronous
+// cancellation around socket calls is undefined).
+class Shield {
+public:
+    Shield() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_); }
+    ~Shield() { pthread_setcancelstate(old_, nullptr); }
+    Shield(const Shield&) = delete;
+    Shield& operator=(const Shield&) = delete;
+
+private:
+    int old_ = PTHREAD_CANCEL_ENABLE;
 };
 
 // Around one kernel sleep of a shim wait (interruptible_sleep.cpp).

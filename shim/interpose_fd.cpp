@@ -15,6 +15,7 @@
 #include "fd_life.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
+#include "thread_cancel.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::shim;
@@ -36,7 +37,10 @@ extern "C" {
 
 int close(int fd) {
     shim::ErrnoKept kept;
-    if (!in_vfork_child()) forget_fd(fd);
+    if (!in_vfork_child()) {
+        cancel::point_at_entry();  // a pending pthread_cancel: nothing is closed (libc's close acts there too)
+        forget_fd(fd);
+    }
     return kept(calls().close(fd));
 }
 

@@ -5,7 +5,7 @@
 // cancelled send); with cancellation disabled the call goes on to its normal
 // result (no EINTR) and the request waits for the next cancellation point; a
 // request made before the call acts at the call's entry, even with bytes
-// queued. Prints what a program sees; tests/integration/thread_cancel.sh
+// queued (close() too: nothing is closed). Prints what a program sees; tests/integration/thread_cancel.sh
 // requires the same output over plain TCP and under the shim (whose waits
 // sleep in system calls of their own, which glibc's cancellation never sees).
 #include <arpa/inet.h>
@@ -274,6 +274,36 @@ void cancel_pending() {
     close_pair(p);
 }
 
+// close() is a cancellation point too: with a request pending it acts at the
+// entry, and nothing is closed (the connection goes on).
+struct Closer {
+    int fd;
+    std::atomic<bool> go{false};
+    std::string result = "(nothing: cancelled at the call's entry)";
+};
+
+void* pending_closer(void* arg) {
+    auto* d = static_cast<Closer*>(arg);
+    while (!d->go.load()) {}
+    d->result = std::to_string(close(d->fd));
+    return nullptr;
+}
+
+void cancel_close() {
+    Pair p = connect_pair();
+    Closer d{p.client};
+    pthread_t t;
+    pthread_create(&t, nullptr, pending_closer, &d);
+    pthread_cancel(t);
+    d.go.store(true);
+    void* rv = nullptr;
+    pthread_join(t, &rv);
+    std::printf("close: the thread %s; its close: %s\n", rv == PTHREAD_CANCELED ? "was cancelled" : "returned",
+                d.result.c_str());
+    check_pair("close", p);
+    close_pair(p);
+}
+
 }  // namespace
 
 int main() {
@@ -287,6 +317,7 @@ int main() {
     cancel_sender();
     cancel_disabled();
     cancel_pending();
+    cancel_close();
     close(g_listener);
     return 0;
 }

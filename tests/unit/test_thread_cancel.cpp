@@ -123,3 +123,36 @@ TEST_CASE("a thread already asked does not begin its sleep", "[cancel]") {
     CHECK(a.rc == -1);
     CHECK(a.err == EINTR);
 }
+
+TEST_CASE("a shield keeps a pending request from acting inside, and nests", "[cancel]") {
+    struct Shielded {
+        bool returned_from_inner = false;
+        bool returned_from_outer = false;
+        std::atomic<bool> go{false};
+    } s;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, nullptr, [](void* arg) -> void* {
+        auto* s = static_cast<Shielded*>(arg);
+        while (!s->go.load()) usleep(1000);
+        {
+            cancel::Shield outer;
+            {
+                cancel::Shield inner;
+                pthread_testcancel();  // a libc cancellation point inside: not acted on
+                usleep(1000);
+            }
+            s->returned_from_inner = true;
+            pthread_testcancel();  // still inside the outer one
+            s->returned_from_outer = true;
+        }
+        pthread_testcancel();  // the application's next cancellation point
+        return nullptr;
+    }, &s) == 0);
+    REQUIRE(pthread_cancel(t) == 0);
+    s.go.store(true);
+    void* rv = nullptr;
+    REQUIRE(pthread_join(t, &rv) == 0);
+    CHECK(s.returned_from_inner);
+    CHECK(s.returned_from_outer);
+    CHECK(rv == PTHREAD_CANCELED);
+}

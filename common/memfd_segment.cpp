@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "memory_budget.hpp"
+#include "own_fd.hpp"
 
 namespace rdmasock {
 
@@ -45,7 +46,7 @@ MemfdSegment::~MemfdSegment() {
 }
 
 void MemfdSegment::release_fd() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) close_own_fd(fd_);
     fd_ = -1;
 }
 

@@ -1,4 +1,5 @@
 #include "memory_budget.hpp"
+#include "own_fd.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -27,7 +28,7 @@ std::string slurp(const std::string& path) {
         if (n <= 0) break;
         out.append(buf, static_cast<size_t>(n));
     }
-    ::close(fd);
+    close_own_fd(fd);
     return out;
 }
 

@@ -1,4 +1,5 @@
 #include "peer_check.hpp"
+#include "own_fd.hpp"
 
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -88,7 +89,7 @@ bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, Socke
     } else {
         err = std::string("sock_diag request: ") + strerror(errno);
     }
-    ::close(nl);
+    close_own_fd(nl);
     errno = saved;
     return ok;
 }

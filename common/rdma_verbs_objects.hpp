@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "rdma_verbs_api.hpp"
+#include "thread_cancel.hpp"
 
 namespace rdmasock {
 
@@ -40,7 +41,12 @@ public:
     T* operator->() const { return object_; }
     explicit operator bool() const { return object_ != nullptr; }
     void reset() {
-        if (object_) (api_->*Release)(object_);
+        if (object_) {
+            // rdma-core closes fds inside (libc's close, a cancellation point),
+            // often from a destructor: no pending pthread_cancel acts there.
+            cancel::Shield shield;
+            (api_->*Release)(object_);
+        }
         object_ = nullptr;
     }
     void abandon() { object_ = nullptr; }

@@ -1,4 +1,5 @@
 #include "registry.hpp"
+#include "own_fd.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -41,7 +42,7 @@ int publish(uint16_t port) {
     sockaddr_un a;
     socklen_t len = entry_name(port, a);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
-        ::close(fd);  // EADDRINUSE: another shimmed listener already published it
+        close_own_fd(fd);  // EADDRINUSE: another shimmed listener already published it
         return -1;
     }
     return fd;
@@ -56,7 +57,7 @@ bool is_published(uint16_t port) {
     // connect() only looks: probing by bind() would itself occupy the name for an
     // instant, and a concurrent client could take that for a shimmed listener.
     bool taken = ::connect(fd, reinterpret_cast<sockaddr*>(&a), len) == 0;
-    ::close(fd);
+    close_own_fd(fd);
     errno = saved;
     return taken;
 }
@@ -73,7 +74,7 @@ bool same_host(const sockaddr* peer, socklen_t len) {
     else reinterpret_cast<sockaddr_in6*>(&probe)->sin6_port = 0;
     int saved = errno;
     bool local = ::bind(fd, reinterpret_cast<sockaddr*>(&probe), len) == 0;
-    ::close(fd);
+    close_own_fd(fd);
     errno = saved;
     return local;
 }

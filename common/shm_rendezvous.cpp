@@ -15,6 +15,7 @@
 #include "ring_format.hpp"
 #include "shm_transport.hpp"
 #include "side_channel.hpp"
+#include "own_fd.hpp"
 
 namespace rdmasock {
 
@@ -72,8 +73,8 @@ bool within_fd_budget(int highest_fd) {
 ShmRendezvous::~ShmRendezvous() { close(); }
 
 void ShmRendezvous::close() {
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-    if (chan_fd_ >= 0) ::close(chan_fd_);
+    if (listen_fd_ >= 0) close_own_fd(listen_fd_);
+    if (chan_fd_ >= 0) close_own_fd(chan_fd_);
     listen_fd_ = chan_fd_ = -1;
 }
 
@@ -142,12 +143,12 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     int mine = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     int peers = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (mine < 0 || peers < 0) {
-        if (mine >= 0) ::close(mine);
-        if (peers >= 0) ::close(peers);
+        if (mine >= 0) close_own_fd(mine);
+        if (peers >= 0) close_own_fd(peers);
         return fail(std::string("eventfd: ") + strerror(errno));
     }
     if (!within_fd_budget(std::max(mine, peers))) {
-        ::close(mine), ::close(peers);
+        close_own_fd(mine), close_own_fd(peers);
         return fail("over half of the file descriptor limit in use");
     }
     auto t = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
@@ -156,7 +157,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     int fds[3] = {t->channel().memfd_fd(), peers, mine};
     if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 3)) return fail(std::string("cannot send ACCEPT: ") + strerror(errno));
     t->channel().release_memfd();  // the mapping stays; the server has its own fd now
-    ::close(listen_fd_);
+    close_own_fd(listen_fd_);
     listen_fd_ = -1;
     transport = std::move(t);
     return Result::done;
@@ -210,13 +211,13 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     r.nfds = 0;  // ours now
     auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);
     if (!ch) {
-        ::close(mine), ::close(peers);
+        close_own_fd(mine), close_own_fd(peers);
         return fail("cannot map the client's rings: " + err);
     }
     // The client switches its sends on this byte; a close without it is a refusal.
     const uint8_t confirm = kConfirm;
     if (!side_channel::send(chan_fd_, &confirm, 1, nullptr, 0)) {
-        ::close(mine), ::close(peers);
+        close_own_fd(mine), close_own_fd(peers);
         return fail("cannot confirm on the side channel");
     }
     transport = std::make_unique<ShmTransport>(std::move(ch), mine, peers);

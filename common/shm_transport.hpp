@@ -10,6 +10,7 @@
 
 #include "shm_channel.hpp"
 #include "transport.hpp"
+#include "own_fd.hpp"
 
 namespace rdmasock {
 
@@ -21,8 +22,8 @@ public:
     ShmTransport(std::unique_ptr<ShmChannel> channel, int mine, int peers)
         : ch_(std::move(channel)), wake_(mine), peer_wake_(peers) {}
     ~ShmTransport() override {
-        if (wake_ >= 0) ::close(wake_);
-        if (peer_wake_ >= 0) ::close(peer_wake_);
+        if (wake_ >= 0) close_own_fd(wake_);
+        if (peer_wake_ >= 0) close_own_fd(peer_wake_);
     }
     int wake_fd() const override { return wake_; }
     void ring_peer() override {

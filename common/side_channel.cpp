@@ -1,4 +1,5 @@
 #include "side_channel.hpp"
+#include "own_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/un.h>
@@ -36,7 +37,7 @@ int listen_for(uint64_t ino) {
     sockaddr_un a;
     socklen_t len = name_of(ino, a);
     if (fd >= 0 && (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd, 4) != 0)) {
-        ::close(fd);
+        close_own_fd(fd);
         fd = -1;
     }
     errno = saved;
@@ -50,7 +51,7 @@ int connect_to(uint64_t ino) {
     socklen_t len = name_of(ino, a);
     // A Unix stream connect completes at once or fails (EAGAIN: backlog full).
     if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
-        ::close(fd);
+        close_own_fd(fd);
         fd = -1;
     }
     errno = saved;
@@ -94,7 +95,7 @@ Received receive(int fd, void* buf, size_t len) {
                     int f;
                     std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
                     if (r.nfds < kMaxFds) r.fds[r.nfds++] = f;
-                    else ::close(f), r.truncated = true;
+                    else close_own_fd(f), r.truncated = true;
                 }
             }
         }
@@ -125,7 +126,7 @@ bool send(int fd, const void* buf, size_t len, const int* fds, int nfds) {
 }
 
 void close_fds(Received& r) {
-    for (int i = 0; i < r.nfds; ++i) ::close(r.fds[i]);
+    for (int i = 0; i < r.nfds; ++i) close_own_fd(r.fds[i]);
     r.nfds = 0;
 }
 

@@ -1,4 +1,5 @@
 #include "stat_page.hpp"
+#include "own_fd.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -66,7 +67,7 @@ std::unique_ptr<StatPage> StatPage::create(uint32_t slots) {
     if (ftruncate(fd, static_cast<off_t>(size)) == 0)
         base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
-        ::close(fd);
+        close_own_fd(fd);
         return nullptr;
     }
     std::unique_ptr<StatPage> p(new StatPage(base, size, slots, fd));
@@ -92,7 +93,7 @@ StatPage::StatPage(void* base, size_t size, uint32_t slots, int fd)
 
 StatPage::~StatPage() {
     munmap(base_, size_);
-    if (fd_ >= 0 && is_our_fd(fd_)) ::close(fd_);
+    if (fd_ >= 0 && is_our_fd(fd_)) close_own_fd(fd_);
 }
 
 Slot* StatPage::slot(uint32_t i) const {
@@ -198,7 +199,7 @@ bool StatPage::after_fork_child() {
     }
     if (!ok) {
         // No memfd: keep writing, but into private memory the parent cannot see.
-        if (nfd >= 0) ::close(nfd);
+        if (nfd >= 0) close_own_fd(nfd);
         nfd = -1;
         void* tmp = mmap(nullptr, used, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (tmp != MAP_FAILED) {
@@ -210,7 +211,7 @@ bool StatPage::after_fork_child() {
     }
     // The inherited fd is the parent's page: close it, unless the program already
     // reused that number for something of its own.
-    if (fd_ >= 0 && is_our_fd(fd_)) ::close(fd_);
+    if (fd_ >= 0 && is_our_fd(fd_)) close_own_fd(fd_);
     fd_ = nfd;
     struct stat st {};
     if (nfd >= 0 && fstat(nfd, &st) == 0) {

@@ -18,6 +18,7 @@
 #include "shim_state.hpp"
 #include "thread_cancel.hpp"
 #include "wait_engine.hpp"
+#include "own_fd.hpp"
 
 namespace rdmasock::shim {
 
@@ -280,7 +281,7 @@ void retire_set(EpollSet& set) {
             std::lock_guard<std::mutex> g(g_mu);
             g_ready->erase(set.ready_fd);
         }
-        real::calls().close(set.ready_fd);
+        close_own_fd(set.ready_fd);
     }
     set.ready_fd = -1;
 }
@@ -341,7 +342,7 @@ bool raise_ready(EpollSet& set, uint64_t sig) {
         epoll_event ev{EPOLLIN, {}};
         ev.data.u64 = kReadyTag;
         if (real::calls().epoll_ctl(set.epfd, EPOLL_CTL_ADD, e, &ev) != 0) {
-            real::calls().close(e);
+            close_own_fd(e);
             return false;
         }
         set.ready_fd = e;

@@ -8,10 +8,15 @@
 
 #include "epoll_sets.hpp"
 #include "shim_state.hpp"
+#include "thread_cancel.hpp"
 
 namespace rdmasock::shim {
 
+// What a close, a dup2 over a number or a close_range undoes runs destructors
+// and closes the shim's own fds: no pending pthread_cancel acts inside it
+// (thread_cancel.hpp; the application's close is the cancellation point).
 void forget_fd(int fd) {
+    cancel::Shield shield;
     bool last = false;
     std::shared_ptr<Socket> dupped;  // its last fd: registrations under other numbers go too
     if (auto s = fd_table().take(fd)) {
@@ -46,6 +51,7 @@ void before_replace(int oldfd, int newfd) {
     const bool old_open = syscall(SYS_fcntl, oldfd, F_GETFD) >= 0;
     errno = saved;
     if (!old_open) return;
+    cancel::Shield shield;
     if (tracked) forget_fd(newfd);
     else epoll_forget(newfd, false);  // an epoll set's fd, or a set's own eventfd, replaced
 }

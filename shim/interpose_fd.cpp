@@ -27,6 +27,7 @@ namespace {
 void forget_range(unsigned first, unsigned last) {
     if (first > last) return;
     if (in_vfork_child()) return vfork_child_closing(first, last);
+    cancel::Shield shield;  // as forget_fd's
     for (int fd : fd_table().present_in(first, last)) forget_fd(fd);
     epoll_forget_sets_in(first, last);
 }

@@ -20,6 +20,7 @@
 #include "registry.hpp"
 #include "shim_state.hpp"
 #include "stat_hooks.hpp"
+#include "own_fd.hpp"
 
 using namespace rdmasock;
 using rdmasock::real::calls;
@@ -141,7 +142,7 @@ int listen(int fd, int backlog) {
     int r = calls().listen(fd, backlog);
     if (r != 0 && s && s->registry_fd >= 0 && !s->listening) {
         int saved = errno;  // not listening after all: a published entry would make clients wait for us
-        calls().close(s->registry_fd);
+        close_own_fd(s->registry_fd);
         s->registry_fd = -1;
         errno = saved;
     }

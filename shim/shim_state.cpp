@@ -9,6 +9,7 @@
 #include "log.hpp"
 #include "real_calls.hpp"
 #include "signal_seen.hpp"
+#include "own_fd.hpp"
 
 namespace rdmasock::shim {
 
@@ -69,7 +70,7 @@ void print_stats(const Socket& s) {
 
 void release_socket(const std::shared_ptr<Socket>& s) {
     if (s->fd_refs.fetch_sub(1) != 1) return;
-    if (s->registry_fd >= 0) real::calls().close(s->registry_fd);
+    if (s->registry_fd >= 0) close_own_fd(s->registry_fd);
     if (s->conn) {
         s->conn->close_last_reference();
         print_stats(*s);

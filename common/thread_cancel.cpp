@@ -38,33 +38,39 @@ void child_after_fork() {
     g_mu.unlock();
 }
 
-struct Holder {
-    Record rec;
-    ~Holder() {
-        std::lock_guard<std::mutex> lk(g_mu);
-        g_list->erase(std::remove(g_list->begin(), g_list->end(), &rec), g_list->end());
-    }
-};
-thread_local Holder t_holder;
+// Constant-initialized, trivially destroyed: no lazy initialization or exit
+// registration (which allocate) on a thread's first call, which may come from
+// a signal handler. A pthread key lets go of it when the thread exits.
+thread_local Record t_rec __attribute__((tls_model("initial-exec")));
+pthread_key_t g_exit_key;
+
+void unlist(void* rec) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_list->erase(std::remove(g_list->begin(), g_list->end(), static_cast<Record*>(rec)), g_list->end());
+}
 
 Record& mine() {
-    Record& r = t_holder.rec;
+    Record& r = t_rec;
     const uint64_t gen = g_generation.load(std::memory_order_acquire);
     if (r.generation != gen) {
         static std::once_flag once;
-        std::call_once(once, [] { pthread_atfork(lock_for_fork, unlock_after_fork, child_after_fork); });
+        std::call_once(once, [] {
+            pthread_key_create(&g_exit_key, unlist);
+            pthread_atfork(lock_for_fork, unlock_after_fork, child_after_fork);
+        });
         std::lock_guard<std::mutex> lk(g_mu);
         r.self = pthread_self();
         r.tid = static_cast<pid_t>(syscall(SYS_gettid));
         r.generation = gen;
         if (std::find(g_list->begin(), g_list->end(), &r) == g_list->end()) g_list->push_back(&r);
+        pthread_setspecific(g_exit_key, &r);
     }
     return r;
 }
 
 // The application's cancel state: the one a Span put aside, else the live one.
 bool enabled() {
-    const int kept = t_holder.rec.app_state;
+    const int kept = t_rec.app_state;
     if (kept >= 0) return kept == PTHREAD_CANCEL_ENABLE;
     int state = PTHREAD_CANCEL_DISABLE;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
@@ -111,7 +117,7 @@ Span::Span() {
     point();
     int state = PTHREAD_CANCEL_ENABLE;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
-    Record& r = t_holder.rec;
+    Record& r = t_rec;
     outer_ = r.app_state;
     app_state_ = outer_ >= 0 ? outer_ : state;
     r.app_state = app_state_;
@@ -119,7 +125,7 @@ Span::Span() {
 
 void Span::restore() {
     if (app_state_ < 0) return;
-    t_holder.rec.app_state = outer_;
+    t_rec.app_state = outer_;
     // Deferred mode: enabling again never acts here (leave()'s point() does).
     if (outer_ < 0) pthread_setcancelstate(app_state_, nullptr);
     app_state_ = -1;

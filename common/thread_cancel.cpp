@@ -113,8 +113,9 @@ void point() {
     errno = saved;
 }
 
-Span::Span() {
-    point();
+Span::Span(bool act_at_entry) {
+    if (act_at_entry) point();
+    else mine();
     int state = PTHREAD_CANCEL_ENABLE;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
     Record& r = t_rec;

@@ -64,7 +64,9 @@ inline void point_at_entry() {
 // state is kept for the sleep to consult.
 class Span {
 public:
-    Span();
+    // act_at_entry false: the call already passed a cancellation point of
+    // libc's and holds what it returned (events a kernel wait took).
+    explicit Span(bool act_at_entry = true);
     ~Span() { restore(); }
     Span(const Span&) = delete;
     Span& operator=(const Span&) = delete;

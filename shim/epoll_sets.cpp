@@ -638,7 +638,9 @@ int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int time
     EpollWait w{epfd, set, out, max, timeout_us, mask, std::unique_lock<std::mutex>(set.mu), std::move(k)};
     w.start = wait::now_us();
     if (pending > 0) w.fresh = pending;
-    cancel::Span span;  // a cancellation point (thread_cancel.hpp); a set the kernel answers alone is libc's
+    // A cancellation point (thread_cancel.hpp); a set the kernel answers alone
+    // is libc's, and events a kernel wait already took are not dropped for one.
+    cancel::Span span(pending == 0);
     signals::MaskDuring app_mask(mask);
     return span.leave(wait::run(w, timeout_us, signals::seen()));
 }

@@ -128,6 +128,13 @@ void Connection::forget_other_threads() {
 }
 
 void Connection::retire_fd() {
+    if (eos_after_calls_.exchange(false)) {
+        // The close came while a send was in progress; that send has returned.
+        cancel::Shield shield;  // this runs in a destructor (Call's): no cancellation inside
+        std::lock_guard<SideLock> lk(write_mu_);
+        if (phase() == Phase::upgraded && !shut_wr_) end_stream_locked();
+        if (phase() == Phase::upgraded) transport_->flush_sends(1000);
+    }
     std::lock_guard<std::mutex> lk(fd_mu_);
     if (own_fd_) {
         int saved = errno;
@@ -502,33 +509,49 @@ void Connection::close_last_reference() {
     if (phase() == Phase::upgraded && owned_by_this_process() && !abortive_close() && marker_out())
         hand_over("closed on the way back to tcp");
     if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close()) {
-        std::lock_guard<SideLock> lk(write_mu_);
-        if (fork_gen_ != fork_generation() && transport_->tx_control()) {
-            // A child forked since the upgrade may hold the socket: only the
-            // kernel knows when the stream ends. Shared memory: what the peer
-            // has not read goes to TCP, and the kernel's FIN, if any, follows
-            // it. In band (RDMA): no end-of-stream record either; a child that
-            // goes on takes the connection back to TCP itself (shared state),
-            // else the kernel's FIN comes after every record landed (below),
-            // and the peer reads them all before its end of stream.
-            if (!in_band() && lock_busy(transport_->tx_control()->writer_busy)) {
-                take_back_locked();
-                downgrade::unlock(transport_->tx_control()->writer_busy);
-            }
-        } else if (tx_enter_locked() == Way::ring) {
-            // (tx_enter serves a take-back the peer asked for: a peer that
-            // closes never leaves bytes its reader asked for behind.)
-            switch_tx_locked();
-            // Best effort: if the ring is full the kernel's FIN still ends the stream.
-            auto st = transport_->writer().write_fin();
-            tx_leave_locked();
-            if (st == ring::RingStatus::ok) ring_doorbell();
+        std::unique_lock<SideLock> lk(write_mu_, std::try_to_lock);
+        if (lk.owns_lock()) {
+            end_stream_locked();
+        } else {
+            // A send in progress in another thread (asleep on a full ring, or
+            // about to be): the kernel sends its FIN once the last call on the
+            // socket returns, and this close returns now. So does ours: the
+            // end of stream follows that call (retire_fd). (A close that
+            // waited here for the writer hung when the peer read only later,
+            // and an exit() hung for good.)
+            eos_after_calls_.store(true);
         }
-        shut_wr_ = true;
     }
     // Records still in flight land before the kernel's FIN can overtake them
     // (the peer reads its ring to the end when its TCP socket says EOF).
     if (phase() == Phase::upgraded && owned_by_this_process()) transport_->flush_sends(1000);
+}
+
+// The end-of-stream record after every byte written (under write_mu_), or
+// the kernel's FIN where the stream went back to TCP.
+void Connection::end_stream_locked() {
+    if (fork_gen_ != fork_generation() && transport_->tx_control()) {
+        // A child forked since the upgrade may hold the socket: only the
+        // kernel knows when the stream ends. Shared memory: what the peer
+        // has not read goes to TCP, and the kernel's FIN, if any, follows
+        // it. In band (RDMA): no end-of-stream record either; a child that
+        // goes on takes the connection back to TCP itself (shared state),
+        // else the kernel's FIN comes after every record landed (below),
+        // and the peer reads them all before its end of stream.
+        if (!in_band() && lock_busy(transport_->tx_control()->writer_busy)) {
+            take_back_locked();
+            downgrade::unlock(transport_->tx_control()->writer_busy);
+        }
+    } else if (tx_enter_locked() == Way::ring) {
+        // (tx_enter serves a take-back the peer asked for: a peer that
+        // closes never leaves bytes its reader asked for behind.)
+        switch_tx_locked();
+        // Best effort: if the ring is full the kernel's FIN still ends the stream.
+        auto st = transport_->writer().write_fin();
+        tx_leave_locked();
+        if (st == ring::RingStatus::ok) ring_doorbell();
+    }
+    shut_wr_ = true;
 }
 
 std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {

@@ -245,6 +245,7 @@ private:
     bool downgrade_due();
     void serve_downgrade();
     void take_back_locked();  // holding write_mu_ and writer_busy
+    void end_stream_locked();  // holding write_mu_: the end-of-stream record (or the kernel's FIN)
     void finish_downgrade();  // both directions back: plain from now on
     bool rx_back();
     bool rx_waiting_back();
@@ -255,6 +256,7 @@ private:
     // that side's part (a writer asleep on a full ring, a reader asleep on an
     // empty one must not keep hand_over waiting for their locks).
     std::atomic<bool> handing_over_{false};
+    std::atomic<bool> eos_after_calls_{false};  // closed while a send was in progress: retire_fd ends the stream
     std::atomic<bool> tcp_only_{false};  // keep_on_tcp(): decline in-band offers
     std::string tcp_only_why_;           // keep_on_tcp()'s reason, the statistics line's (set before tcp_only_)
     // downgrade::lock, or a loud reset of the connection when the word stays taken.

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# close() or exit() while another thread is blocked in send on a full connection, with a peer
+# that reads only once the close returned or the process is gone
+# (tests/programs/close_sending_check.cpp): neither waits for the sending thread, the peer reads
+# the bytes in order, then EOF. Same transcript over plain TCP and under the shim.
+. "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
+compare_transcripts "$BUILD/close_sending_check" client 2 server 2
+it_finish

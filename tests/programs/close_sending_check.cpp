@@ -1,0 +1,120 @@
+// close() or exit() while another thread is blocked in send on a full
+// connection. Over TCP neither waits: close returns at once (the send goes on,
+// the kernel's FIN follows it), and exit ends the process (the peer reads what
+// was sent, then EOF). The shim's close waited for the sending thread to let
+// go of the connection, so a peer that reads only after the close (or the exit)
+// never did, and neither process moved again. Prints what a program sees;
+// tests/integration/close_while_sending.sh requires the same output over plain
+// TCP and under the shim.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr size_t kBig = 8u << 20;  // more than any ring or socket buffer holds
+unsigned char pattern(size_t i) { return static_cast<unsigned char>((i * 7 + 3) % 251); }
+
+[[noreturn]] void die(const char* what) {
+    std::printf("FAILED: %s (%s)\n", what, strerror(errno));
+    std::fflush(stdout);
+    _exit(2);
+}
+
+int g_sock = -1;
+ssize_t g_sent = -2;
+
+void* send_all(void*) {
+    std::vector<unsigned char> big(kBig);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = pattern(i);
+    g_sent = send(g_sock, big.data(), big.size(), MSG_NOSIGNAL);
+    return nullptr;
+}
+
+// The peer: reads nothing until `go` says (a byte, or EOF when the client is
+// gone), then everything up to EOF, and checks it is the pattern's prefix.
+void peer(int listener, int go, bool whole) {
+    int s = accept(listener, nullptr, nullptr);
+    if (s < 0) die("accept");
+    char c;
+    for (int i = 0; i < 3; ++i)
+        if (send(s, "s", 1, 0) != 1 || recv(s, &c, 1, MSG_WAITALL) != 1) die("settle");
+    (void)!read(go, &c, 1);
+    std::vector<unsigned char> got;
+    unsigned char buf[65536];
+    ssize_t n;
+    while ((n = recv(s, buf, sizeof buf, 0)) > 0) got.insert(got.end(), buf, buf + n);
+    bool prefix = n == 0;
+    for (size_t i = 0; prefix && i < got.size(); ++i) prefix = got[i] == pattern(i);
+    if (whole) std::printf("  peer: read %zu bytes of the pattern in order, then EOF: %s\n", got.size(), prefix ? "yes" : "NO");
+    else std::printf("  peer: read a prefix of the pattern, then EOF: %s\n", prefix ? "yes" : "NO");
+    std::exit(0);  // (the shim's statistics line for this end, at exit)
+}
+
+void client(const sockaddr_in& a, int go, bool by_exit) {
+    g_sock = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(g_sock, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) die("connect");
+    char c;
+    for (int i = 0; i < 3; ++i)
+        if (recv(g_sock, &c, 1, MSG_WAITALL) != 1 || send(g_sock, "c", 1, 0) != 1) die("settle");
+    pthread_t t;
+    pthread_create(&t, nullptr, send_all, nullptr);
+    usleep(300000);  // the send fills the connection and waits
+    if (by_exit) {
+        std::printf("  client: exit while the send waits\n");
+        std::fflush(stdout);
+        std::exit(0);  // atexit handlers run (the shim's among them), the pipe closes with the process
+    }
+    std::printf("  client: close returned %d\n", close(g_sock));
+    if (write(go, "g", 1) != 1) die("write go");
+    pthread_join(t, nullptr);
+    std::printf("  client: the send returned %zd\n", g_sent);
+    std::fflush(stdout);
+    _exit(0);
+}
+
+void run(bool by_exit) {
+    std::printf("%s while another thread is blocked in send:\n", by_exit ? "exit()" : "close()");
+    std::fflush(stdout);
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    if (bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener, 1) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
+        die("listen");
+    int go[2];
+    if (pipe(go) != 0) die("pipe");
+    const pid_t p = fork();
+    if (p == 0) {
+        close(go[1]);
+        peer(listener, go[0], !by_exit);
+    }
+    close(go[0]);
+    close(listener);
+    const pid_t c = fork();
+    if (c == 0) client(a, go[1], by_exit);
+    close(go[1]);
+    int st = 0;
+    waitpid(c, &st, 0);
+    waitpid(p, &st, 0);
+}
+
+}  // namespace
+
+int main() {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    run(false);
+    run(true);
+    return 0;
+}

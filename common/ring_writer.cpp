@@ -46,8 +46,8 @@ bool RingWriter::refresh_consumed() {
 
 bool RingWriter::has_space() {
     if (status_ == RingStatus::broken) return false;
-    if (free_bytes() >= 2 * record_bytes(1)) return true;
-    return refresh_consumed() && free_bytes() >= 2 * record_bytes(1);
+    if (free_bytes() >= 2 * record_bytes(1) + kFinReserve) return true;
+    return refresh_consumed() && free_bytes() >= 2 * record_bytes(1) + kFinReserve;
 }
 
 // A look (poll asks it beside a writer in another thread): nothing stored,
@@ -114,7 +114,7 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
     while (iovcnt > 0) {
         uint64_t tail = capacity_ - (written_ & mask_);
         // A record needs 16 bytes for one payload byte; a tail of 8 only takes a wrap marker.
-        uint64_t need = tail == kAlign ? kAlign + record_bytes(1) : record_bytes(1);
+        uint64_t need = (tail == kAlign ? kAlign + record_bytes(1) : record_bytes(1)) + kFinReserve;
         if (free_bytes() < need && (!refresh_consumed() || free_bytes() < need)) break;
         if (tail == kAlign) {
             int none = 0;
@@ -126,7 +126,7 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
         size_t left_in_iov = 0;  // total remaining is bounded by what we can take anyway
         for (int i = 0; i < iovcnt && left_in_iov < max_payload_; ++i)
             left_in_iov += iov[i].iov_len - (i == 0 ? iov_off : 0);
-        uint64_t room = std::min(tail, free_bytes()) - kHeaderBytes - kFooterBytes;
+        uint64_t room = std::min(tail, free_bytes() - kFinReserve) - kHeaderBytes - kFooterBytes;
         uint32_t len = static_cast<uint32_t>(std::min<uint64_t>({left_in_iov, max_payload_, room}));
         bool fault = false;
         if (!put_record(RecordKind::data, iov, iovcnt, iov_off, len, &fault)) {

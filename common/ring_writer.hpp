@@ -25,8 +25,12 @@ public:
     IoResult writev(const iovec* iov, int iovcnt);
     IoResult write(const void* data, size_t len);
 
-    // End of stream for this direction (shutdown(SHUT_WR) / close).
+    // End of stream for this direction (shutdown(SHUT_WR) / close). Data never
+    // takes the last kFinReserve bytes, so the end of stream always fits, as
+    // TCP queues its FIN behind a full send buffer: a shutdown on a full ring
+    // whose reader comes late still ends the stream.
     RingStatus write_fin();
+    static constexpr uint64_t kFinReserve = 2 * kAlign;  // a wrap marker and the end-of-stream record
 
     // True when at least one payload byte would fit now.
     bool has_space();

@@ -2,7 +2,8 @@
 # close() or exit() while another thread is blocked in send on a full connection, with a peer
 # that reads only once the close returned or the process is gone
 # (tests/programs/close_sending_check.cpp): neither waits for the sending thread, the peer reads
-# the bytes in order, then EOF. Same transcript over plain TCP and under the shim.
+# the bytes in order, then EOF; and shutdown(SHUT_WR) on a full connection whose peer reads later
+# still ends the stream. Same transcript over plain TCP and under the shim.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
-compare_transcripts "$BUILD/close_sending_check" client 2 server 2
+compare_transcripts "$BUILD/close_sending_check" client 3 server 3
 it_finish

@@ -110,11 +110,62 @@ void run(bool by_exit) {
     waitpid(p, &st, 0);
 }
 
+// shutdown(SHUT_WR) with the connection full (nonblocking sends until EAGAIN)
+// and a peer that reads only later: the peer reads everything, then EOF, and
+// its reply still reaches this end. Over TCP the FIN waits behind the data;
+// the shim's end-of-stream record did not fit a full ring and was dropped
+// after a second: the peer read the bytes and then waited for good.
+void shutdown_full() {
+    std::printf("shutdown(SHUT_WR) on a full connection, the peer reads later:\n");
+    std::fflush(stdout);
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    if (bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener, 1) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
+        die("listen");
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
+    int s = accept(listener, nullptr, nullptr);
+    char ch;
+    for (int i = 0; i < 3; ++i)
+        if (send(s, "s", 1, 0) != 1 || recv(c, &ch, 1, MSG_WAITALL) != 1 || send(c, "c", 1, 0) != 1 ||
+            recv(s, &ch, 1, MSG_WAITALL) != 1)
+            die("settle");
+    std::vector<unsigned char> chunk(65536);
+    size_t sent = 0;
+    for (;;) {
+        for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = pattern(sent + i);
+        ssize_t n = send(c, chunk.data(), chunk.size(), MSG_DONTWAIT);
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+    }
+    std::printf("  client: filled, shutdown returned %d\n", shutdown(c, SHUT_WR));
+    usleep(1500000);  // longer than the shim waited for room
+    std::vector<unsigned char> got;
+    unsigned char buf[65536];
+    ssize_t n;
+    while ((n = recv(s, buf, sizeof buf, 0)) > 0) got.insert(got.end(), buf, buf + n);
+    bool same = n == 0 && got.size() == sent;
+    for (size_t i = 0; same && i < got.size(); ++i) same = got[i] == pattern(i);
+    std::printf("  peer: read every byte sent, in order, then EOF: %s\n", same ? "yes" : "NO");
+    if (send(s, "bye", 3, 0) != 3) die("send bye");
+    char b[4];
+    n = recv(c, b, 3, MSG_WAITALL);
+    std::printf("  client: still reads the peer's %zd bytes\n", n);
+    close(c);
+    close(s);
+    close(listener);
+}
+
 }  // namespace
 
 int main() {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     run(false);
     run(true);
+    shutdown_full();
     return 0;
 }

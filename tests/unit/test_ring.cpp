@@ -158,6 +158,31 @@ TEST_CASE("end of stream arrives after the data and is sticky") {
     CHECK(r.reader.read(back.data(), 100).status == RingStatus::eof);
 }
 
+TEST_CASE("a ring that data filled still takes the end of stream, wherever it stands") {
+    // shutdown(SHUT_WR) on a full ring: TCP queues its FIN behind the data; the
+    // ring keeps room for it (RingWriter::kFinReserve).
+    const uint64_t cap = 1024;
+    for (uint64_t start : {uint64_t{0}, uint64_t{24}, uint64_t{512}, cap - 24, cap - 16, cap - 8}) {
+        LocalRing r(cap);
+        uint64_t stream = 0;
+        advance_to(r, stream, start);
+        auto data = pattern(0, 4096);
+        size_t sent = 0;
+        for (uint32_t size : {1u, 7u, 100u, 1000u}) {
+            IoResult w;
+            while ((w = r.writer.write(data.data(), size)).bytes > 0) sent += w.bytes;
+            REQUIRE(w.status == RingStatus::would_block);
+        }
+        REQUIRE(r.writer.write_fin() == RingStatus::ok);
+        std::vector<uint8_t> back(sent + 8);
+        size_t got = 0;
+        IoResult rd;
+        while ((rd = r.reader.read(back.data() + got, back.size() - got)).bytes > 0) got += rd.bytes;
+        CHECK(got == sent);
+        CHECK(r.reader.read(back.data(), 1).status == RingStatus::eof);
+    }
+}
+
 TEST_CASE("end of stream at the ring's last 8 bytes goes through a wrap marker") {
     const uint64_t cap = 1024;
     LocalRing r(cap);

@@ -401,7 +401,7 @@ bool Connection::transport_failed() {
 // ---------------------------------------------------------------- teardown
 
 int Connection::shutdown(int how) {
-    cancel::Shield shield;  // the FIN record waits for room (thread_cancel.hpp)
+    cancel::Shield shield;  // a hand-over, the writer's lock for the FIN record (thread_cancel.hpp)
     const bool rd = how == SHUT_RD || how == SHUT_RDWR, wr = how == SHUT_WR || how == SHUT_RDWR;
     if (phase() == Phase::upgraded && !owned_by_this_process()) {
         // A forked copy: the socket is both processes', and so is its shutdown

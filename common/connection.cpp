@@ -20,6 +20,7 @@
 #include "fault_guard.hpp"
 #include "interruptible_sleep.hpp"
 #include "log.hpp"
+#include "own_fd.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
 #include "signal_restart.hpp"
@@ -98,20 +99,15 @@ bool Connection::abortive_close() const {
 // lives on (a dup'd fd, or another thread still inside a call): take our own
 // reference to the socket, as the kernel's file reference keeps a call in
 // progress on its socket, so nothing of ours ever lands on a reused number.
-// High numbers, so the application's next open still gets the number it expects.
+// High numbers, so the application's next open still gets the number it expects
+// (own_fd.hpp).
 bool Connection::keep_own_fd() {
     std::lock_guard<std::mutex> lk(fd_mu_);
     if (own_fd_) return true;
-    int saved = errno;
-    rlimit rl{};
-    int base = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 && rl.rlim_cur < (1u << 20)
-                   ? static_cast<int>(rl.rlim_cur * 3 / 4) : 0;
-    int d = static_cast<int>(syscall(SYS_fcntl, fd_, F_DUPFD_CLOEXEC, base));
-    if (d < 0 && base > 0) d = static_cast<int>(syscall(SYS_fcntl, fd_, F_DUPFD_CLOEXEC, 0));
-    errno = saved;
+    int d = dup_own_fd(fd_);
     if (d < 0) return false;
     const int app_fd = fd_;
-    if (app_fd < 0) return syscall(SYS_close, d), false;  // retired meanwhile
+    if (app_fd < 0) return close_own_fd(d), false;  // retired meanwhile
     __atomic_store_n(&fd_, d, __ATOMIC_RELEASE);  // threads inside a call read it on their next syscall
     own_fd_ = true;
     RS_LOG(debug, "fd %d: the connection now holds its own fd %d", app_fd, d);
@@ -137,9 +133,7 @@ void Connection::retire_fd() {
     }
     std::lock_guard<std::mutex> lk(fd_mu_);
     if (own_fd_) {
-        int saved = errno;
-        syscall(SYS_close, fd_);  // not close(): the shim's close would look it up
-        errno = saved;
+        close_own_fd(fd_);
         own_fd_ = false;
     }
     __atomic_store_n(&fd_, -1, __ATOMIC_RELEASE);  // EBADF, never someone else's socket

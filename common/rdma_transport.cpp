@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "memory_budget.hpp"
+#include "own_fd.hpp"
 #include "process_id.hpp"
 #include "rdma_qp.hpp"
 #include "rdma_work_request.hpp"
@@ -123,10 +124,13 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
             err = "fcntl(O_NONBLOCK) on the completion channel failed: " + errno_text(errno);
             return nullptr;
         }
+        // Out of the program's way (own_fd.hpp); rdma-core reads the number from
+        // this field, and the CQs below are made on it.
+        t->channel_->fd = adopt_own_fd(t->channel_->fd);
     }
     // Our own sleepers' doorbell (shutdown from another thread, the way back):
     // nobody but the peer's NIC can raise an event on the channel.
-    t->self_wake_ = static_cast<int>(syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC));
+    t->self_wake_ = adopt_own_fd(static_cast<int>(syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC)));
     if (t->self_wake_ < 0) {
         err = "eventfd failed: " + errno_text(errno);
         return nullptr;
@@ -246,7 +250,7 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
 }
 
 RdmaTransport::~RdmaTransport() {
-    if (self_wake_ >= 0) syscall(SYS_close, self_wake_);  // a raw close: close() is interposed
+    if (self_wake_ >= 0) close_own_fd(self_wake_);
     if (pid_ == getpid()) memory_budget::release(budget_held_);
     if (pid_ != getpid()) {
         // A forked child: every verbs object belongs to the parent, leave them
@@ -265,6 +269,7 @@ RdmaTransport::~RdmaTransport() {
     }
     // The owners release QP, CQ, MRs, PD and pages after this, in that order.
     if (connected_) flush(1000);
+    if (channel_) unmark_own_fd(channel_->fd);  // rdma-core's close must reach the kernel
 }
 
 // ---------------------------------------------------------------- send queue

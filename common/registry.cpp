@@ -45,7 +45,7 @@ int publish(uint16_t port) {
         close_own_fd(fd);  // EADDRINUSE: another shimmed listener already published it
         return -1;
     }
-    return fd;
+    return adopt_own_fd(fd);
 }
 
 bool is_published(uint16_t port) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,8 +53,8 @@ bool is_eventfd(int fd) {
     ssize_t n = ::readlink(path, link, sizeof link - 1);
     bool ok = n > 0 && (link[n] = 0, std::strcmp(link, "anon_inode:[eventfd]") == 0);
     if (ok) {
-        int fl = ::fcntl(fd, F_GETFL);
-        ok = fl >= 0 && ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
+        long fl = syscall(SYS_fcntl, fd, F_GETFL);  // raw: the shim's fcntl hides its own fds
+        ok = fl >= 0 && syscall(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK) == 0;
     }
     errno = saved;
     return ok;
@@ -151,6 +152,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
         close_own_fd(mine), close_own_fd(peers);
         return fail("over half of the file descriptor limit in use");
     }
+    mine = adopt_own_fd(mine), peers = adopt_own_fd(peers);
     auto t = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
     Wire a = make(kAccept, tcp_fd, ring);
     // The server sleeps on `peers` and rings `mine`.
@@ -209,6 +211,7 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     if (!is_eventfd(mine) || !is_eventfd(peers)) return fail("the client's doorbells are not eventfds");
     if (!within_fd_budget(std::max(mine, peers))) return fail("over half of the file descriptor limit in use");
     r.nfds = 0;  // ours now
+    mine = adopt_own_fd(mine), peers = adopt_own_fd(peers);
     auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);
     if (!ch) {
         close_own_fd(mine), close_own_fd(peers);

@@ -26,7 +26,7 @@ int unix_socket() {
     if (fd < 0) return -1;
     int one = 1;  // the kernel attaches the sender's credentials to every message we receive
     ::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
-    return fd;
+    return adopt_own_fd(fd);
 }
 
 }  // namespace
@@ -66,7 +66,7 @@ int accept_peer(int listen_fd) {
         ::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
     }
     errno = saved;
-    return fd;
+    return adopt_own_fd(fd);
 }
 
 Received receive(int fd, void* buf, size_t len) {

@@ -58,7 +58,7 @@ std::string format_address(const sockaddr* a, socklen_t len) {
 
 std::unique_ptr<StatPage> StatPage::create(uint32_t slots) {
     if (slots == 0) return nullptr;
-    int fd = memfd_create(kMemfdName, MFD_CLOEXEC);
+    int fd = adopt_own_fd(memfd_create(kMemfdName, MFD_CLOEXEC));
     if (fd < 0) return nullptr;
     // Sparse: tmpfs backs only the pages written, so a process with a few
     // connections pays a page or two, not the whole table.
@@ -187,7 +187,7 @@ bool StatPage::after_fork_child() {
     const void* from = fork_copy_ ? fork_copy_ : base_;  // no copy (no memory): best effort
     size_t used = fork_copy_ ? fork_copy_bytes_ : used_bytes();
     bool ok = false;
-    int nfd = memfd_create(kMemfdName, MFD_CLOEXEC);
+    int nfd = adopt_own_fd(memfd_create(kMemfdName, MFD_CLOEXEC));
     if (nfd >= 0 && ftruncate(nfd, static_cast<off_t>(size_)) == 0) {
         void* tmp = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, nfd, 0);
         if (tmp != MAP_FAILED) {

@@ -61,7 +61,6 @@ struct Interest {
 struct EpollSet {
     std::mutex mu;
     int epfd = -1;
-    std::weak_ptr<EpollSet> self;
     std::atomic<bool> retired{false};  // its fd was closed (read by the sets that hold it without its lock)
     std::unordered_map<int, Interest> fds;
     // What every wait looks at: hot ring-driven interests, and those whose
@@ -91,12 +90,6 @@ std::mutex g_mu;
 std::unordered_map<int, std::shared_ptr<EpollSet>>* g_sets = new std::unordered_map<int, std::shared_ptr<EpollSet>>();
 std::atomic<bool> g_any{false};
 
-// Each exposed set's eventfd, by number: an application that closes or
-// replaces fds it did not open (a loop over every number, closefrom, dup2)
-// takes it from the set, which must then never write to that number again.
-std::unordered_map<int, std::weak_ptr<EpollSet>>* g_ready = new std::unordered_map<int, std::weak_ptr<EpollSet>>();
-std::atomic<bool> g_any_ready{false};
-
 std::shared_ptr<EpollSet> find_set(int epfd, bool create) {
     if (!create && !g_any.load(std::memory_order_relaxed)) return nullptr;
     std::lock_guard<std::mutex> lk(g_mu);
@@ -105,7 +98,6 @@ std::shared_ptr<EpollSet> find_set(int epfd, bool create) {
     if (!create) return nullptr;
     auto s = std::make_shared<EpollSet>();
     s->epfd = epfd;
-    s->self = s;
     (*g_sets)[epfd] = s;
     g_any = true;
     return s;
@@ -276,37 +268,8 @@ void retire_set(EpollSet& set) {
     for (auto& [fd, in] : set.fds) warm(set, in, false);
     set.retired = true;
     set.nested.clear();
-    if (set.ready_fd >= 0) {
-        {
-            std::lock_guard<std::mutex> g(g_mu);
-            g_ready->erase(set.ready_fd);
-        }
-        close_own_fd(set.ready_fd);
-    }
+    if (set.ready_fd >= 0) close_own_fd(set.ready_fd);
     set.ready_fd = -1;
-}
-
-// The application closed or replaced fds in [first, last]: a set whose eventfd
-// was among them lets go of the number (the kernel took it out of the set).
-void forget_ready_fds_in(unsigned first, unsigned last) {
-    if (!g_any_ready.load(std::memory_order_relaxed)) return;
-    std::vector<std::pair<int, std::shared_ptr<EpollSet>>> lost;
-    {
-        std::lock_guard<std::mutex> lk(g_mu);
-        for (auto it = g_ready->begin(); it != g_ready->end();) {
-            const auto fd = static_cast<unsigned>(it->first);
-            if (fd < first || fd > last) {
-                ++it;
-                continue;
-            }
-            if (auto set = it->second.lock()) lost.emplace_back(it->first, std::move(set));
-            it = g_ready->erase(it);
-        }
-    }
-    for (auto& [fd, set] : lost) {
-        std::lock_guard<std::mutex> lk(set->mu);
-        if (set->ready_fd == fd) set->ready_fd = -1, set->ready_raised = false;
-    }
 }
 
 // ---------------------------------------------------------------- exposing a set
@@ -337,7 +300,7 @@ Exposed expose_sets_inside(EpollSet& set, int depth) {
 bool raise_ready(EpollSet& set, uint64_t sig) {
     if (set.ready_raised && sig == set.raised_sig) return true;
     if (set.ready_fd < 0) {
-        int e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        int e = adopt_own_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
         if (e < 0) return false;
         epoll_event ev{EPOLLIN, {}};
         ev.data.u64 = kReadyTag;
@@ -345,10 +308,7 @@ bool raise_ready(EpollSet& set, uint64_t sig) {
             close_own_fd(e);
             return false;
         }
-        set.ready_fd = e;
-        std::lock_guard<std::mutex> g(g_mu);
-        (*g_ready)[e] = set.self;
-        g_any_ready = true;
+        set.ready_fd = e;  // an own fd (common/own_fd.hpp): the program cannot close or replace it
     }
     uint64_t one = 1;
     if (real::calls().write(set.ready_fd, &one, sizeof one) != sizeof one) return false;
@@ -779,7 +739,6 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
 void epoll_forget(int fd, bool tracked_socket) {
     forget_made(fd, fd);
     if (!g_any.load(std::memory_order_relaxed)) return;
-    if (fd >= 0) forget_ready_fds_in(static_cast<unsigned>(fd), static_cast<unsigned>(fd));
     std::vector<std::pair<int, std::shared_ptr<EpollSet>>> sets;
     std::shared_ptr<EpollSet> closed;
     {
@@ -825,7 +784,6 @@ void epoll_forget_socket(const Socket* sock) {
 void epoll_forget_sets_in(unsigned first, unsigned last) {
     forget_made(first, last);
     if (!g_any.load(std::memory_order_relaxed)) return;
-    forget_ready_fds_in(first, last);
     std::vector<std::shared_ptr<EpollSet>> closed;
     {
         std::lock_guard<std::mutex> lk(g_mu);

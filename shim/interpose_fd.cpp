@@ -13,6 +13,8 @@
 #include "errno_keep.hpp"
 #include "epoll_sets.hpp"
 #include "fd_life.hpp"
+#include "log.hpp"
+#include "own_fd.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
 #include "thread_cancel.hpp"
@@ -32,6 +34,39 @@ void forget_range(unsigned first, unsigned last) {
     epoll_forget_sets_in(first, last);
 }
 
+// The shim's own fds (common/own_fd.hpp) are numbers the program never opened:
+// closing one is EBADF, a range passes over them, and a dup2 onto one is
+// refused rather than let the shim's wake-ups land in the program's file.
+int not_opened() {
+    errno = EBADF;
+    return -1;
+}
+
+int own_target(int newfd) {
+    RS_LOG(warn, "dup2/dup3 onto fd %d refused (EBUSY): the number is one of this library's own fds", newfd);
+    errno = EBUSY;
+    return -1;
+}
+
+// Calls `close_span(a, b)` for each stretch of [first, last] between own fds.
+template <class CloseSpan>
+int around_own_fds(unsigned first, unsigned last, CloseSpan close_span) {
+    int rc = 0;
+    for (int own : own_fds_in(first, last)) {
+        const auto o = static_cast<unsigned>(own);
+        if (o > first && close_span(first, o - 1) != 0) rc = -1;
+        first = o + 1;
+        if (o == UINT_MAX) return rc;
+    }
+    if (first <= last && close_span(first, last) != 0) rc = -1;
+    return rc;
+}
+
+int real_close_range(unsigned first, unsigned last, int flags) {
+    if (calls().close_range) return calls().close_range(first, last, flags);
+    return static_cast<int>(syscall(SYS_close_range, first, last, flags));
+}
+
 }  // namespace
 
 extern "C" {
@@ -40,6 +75,7 @@ int close(int fd) {
     shim::ErrnoKept kept;
     if (!in_vfork_child()) {
         cancel::point_at_entry();  // a pending pthread_cancel: nothing is closed (libc's close acts there too)
+        if (is_own_fd(fd)) return not_opened();
         forget_fd(fd);
     }
     return kept(calls().close(fd));
@@ -49,7 +85,8 @@ int dup(int fd) { return track_dup(fd, calls().dup(fd)); }
 
 int dup2(int oldfd, int newfd) {
     shim::ErrnoKept kept;
-    if (in_vfork_child()) vfork_child_dup(oldfd);
+    if (in_vfork_child()) vfork_child_dup(oldfd);  // (its fd table is its own: our numbers are not at stake)
+    else if (is_own_fd(newfd)) return own_target(newfd);
     before_replace(oldfd, newfd);
     return kept(track_dup(oldfd, calls().dup2(oldfd, newfd)));
 }
@@ -57,6 +94,7 @@ int dup2(int oldfd, int newfd) {
 int dup3(int oldfd, int newfd, int flags) {
     shim::ErrnoKept kept;
     if (in_vfork_child()) vfork_child_dup(oldfd);
+    else if (is_own_fd(newfd)) return own_target(newfd);
     before_replace(oldfd, newfd);
     return kept(track_dup(oldfd, calls().dup3(oldfd, newfd, flags)));
 }
@@ -64,15 +102,24 @@ int dup3(int oldfd, int newfd, int flags) {
 int close_range(unsigned first, unsigned last, int flags) {
     shim::ErrnoKept kept;
     // CLOSE_RANGE_CLOEXEC only marks the fds; unknown flags fail with EINVAL.
-    if (!(flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) && !(flags & CLOSE_RANGE_CLOEXEC)) forget_range(first, last);
-    if (calls().close_range) return kept(calls().close_range(first, last, flags));
-    return kept(static_cast<int>(syscall(SYS_close_range, first, last, flags)));
+    if (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) || first > last) return kept(real_close_range(first, last, flags));
+    if (!(flags & CLOSE_RANGE_CLOEXEC)) forget_range(first, last);
+    if (in_vfork_child()) return kept(real_close_range(first, last, flags));
+    // (With CLOSE_RANGE_UNSHARE the first stretch unshares the table, the others close in it.)
+    return kept(around_own_fds(first, last, [flags](unsigned a, unsigned b) { return real_close_range(a, b, flags); }));
 }
 
 void closefrom(int lowfd) {
-    if (lowfd >= 0) forget_range(static_cast<unsigned>(lowfd), UINT_MAX);
-    if (calls().closefrom) return calls().closefrom(lowfd);
-    syscall(SYS_close_range, lowfd, UINT_MAX, 0);
+    if (lowfd < 0 || in_vfork_child() || own_fds_in(static_cast<unsigned>(lowfd), UINT_MAX).empty()) {
+        if (lowfd >= 0) forget_range(static_cast<unsigned>(lowfd), UINT_MAX);
+        if (calls().closefrom) return calls().closefrom(lowfd);
+        syscall(SYS_close_range, lowfd, UINT_MAX, 0);
+        return;
+    }
+    const int saved = errno;  // closefrom returns nothing and keeps errno
+    forget_range(static_cast<unsigned>(lowfd), UINT_MAX);
+    around_own_fds(static_cast<unsigned>(lowfd), UINT_MAX, [](unsigned a, unsigned b) { return real_close_range(a, b, 0); });
+    errno = saved;
 }
 
 // glibc's fclose closes the fd through an internal call this library never

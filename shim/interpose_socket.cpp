@@ -209,6 +209,13 @@ int fcntl(int fd, int cmd, ...) {
     va_start(ap, cmd);
     void* arg = va_arg(ap, void*);  // every fcntl argument fits a pointer-sized slot
     va_end(ap);
+    // A number the program never opened (the shim's own, common/own_fd.hpp): what
+    // the kernel says of it without the shim. (A loop that probes every number with
+    // F_GETFD before it closes it sees none of them.)
+    if (is_own_fd(fd) && !shim::in_vfork_child()) {
+        errno = EBADF;
+        return -1;
+    }
     int r = calls().fcntl(fd, cmd, arg);
     if (r < 0 || !fd_table().contains(fd)) return kept(r);
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return kept(shim::track_dup(fd, r));

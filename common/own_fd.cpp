@@ -1,0 +1,103 @@
+#include "own_fd.hpp"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+
+namespace rdmasock {
+namespace {
+
+// One bit per fd number below kTracked (16 KiB): the close interposers look
+// here on every close, without a lock (close is async-signal-safe). A number
+// above it is used but not marked (a process with over 131,072 fds).
+constexpr unsigned kTracked = 1u << 17;
+std::atomic<uint64_t> g_marks[kTracked / 64];
+std::atomic<unsigned> g_highest{0};  // bounds the scans of close_range/closefrom
+
+void set_mark(int fd, bool on) {
+    if (fd < 0 || static_cast<unsigned>(fd) >= kTracked) return;
+    const uint64_t bit = uint64_t{1} << (fd % 64);
+    if (on) {
+        g_marks[fd / 64].fetch_or(bit, std::memory_order_seq_cst);
+        unsigned h = g_highest.load(std::memory_order_relaxed);
+        while (static_cast<unsigned>(fd) > h && !g_highest.compare_exchange_weak(h, static_cast<unsigned>(fd))) {}
+    } else {
+        g_marks[fd / 64].fetch_and(~bit, std::memory_order_seq_cst);
+    }
+}
+
+// Three quarters of the soft fd limit, at most 4096: above what a program with
+// ordinary needs opens, and small enough that the kernel's fd table (copied at
+// every fork) stays a few pages.
+int high_base() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur <= 64) return 0;
+    const rlim_t q = rl.rlim_cur == RLIM_INFINITY ? 4096 : rl.rlim_cur / 4 * 3;
+    return static_cast<int>(std::min<rlim_t>(q, 4096));
+}
+
+int dup_high(int fd) {
+    const int base = high_base();
+    int d = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base));
+    if (d < 0 && base > 0) d = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));
+    return d;
+}
+
+}  // namespace
+
+int adopt_own_fd(int fd) {
+    if (fd < 0) return fd;
+    const int saved = errno;
+    int d = dup_high(fd);
+    if (d >= 0 && d > fd) syscall(SYS_close, fd);
+    else if (d >= 0) syscall(SYS_close, d), d = fd;  // no higher number free: keep it where it is
+    else d = fd;
+    set_mark(d, true);
+    errno = saved;
+    return d;
+}
+
+int dup_own_fd(int fd) {
+    const int saved = errno;
+    const int d = dup_high(fd);
+    set_mark(d, true);
+    errno = saved;
+    return d;
+}
+
+void mark_own_fd(int fd) { set_mark(fd, true); }
+void unmark_own_fd(int fd) { set_mark(fd, false); }
+
+bool is_own_fd(int fd) {
+    if (fd < 0 || static_cast<unsigned>(fd) >= kTracked) return false;
+    return g_marks[fd / 64].load(std::memory_order_seq_cst) & (uint64_t{1} << (fd % 64));
+}
+
+std::vector<int> own_fds_in(unsigned first, unsigned last) {
+    std::vector<int> out;
+    last = std::min({last, g_highest.load(std::memory_order_seq_cst), kTracked - 1});
+    for (unsigned fd = first; fd <= last; ++fd) {
+        const uint64_t word = g_marks[fd / 64].load(std::memory_order_seq_cst);
+        if (word == 0) {
+            fd |= 63;  // the rest of this word
+            continue;
+        }
+        if (word & (uint64_t{1} << (fd % 64))) out.push_back(static_cast<int>(fd));
+    }
+    return out;
+}
+
+void close_own_fd(int fd) {
+    const int saved = errno;
+    set_mark(fd, false);  // before the close: once closed, the number may be the program's
+    syscall(SYS_close, fd);
+    errno = saved;
+}
+
+}  // namespace rdmasock

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "check_common.hpp"
+
 namespace {
 
 int g_listener = -1;
@@ -32,11 +34,7 @@ struct Pair {
     int client = -1, server = -1;
 };
 
-[[noreturn]] void die(const char* what) {
-    std::printf("FAILED: %s (%s)\n", what, strerror(errno));
-    std::fflush(stdout);
-    _exit(2);
-}
+using check::die;
 
 void settle(const Pair& p) {
     char c;
@@ -308,11 +306,8 @@ void cancel_close() {
 
 int main() {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    g_listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(g_listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(g_listener, 8) != 0) die("listen");
+    g_listener = check::listen_loopback(a);
     for (const char* call : {"recv", "read", "poll", "select", "epoll_wait"}) cancel_asleep(call);
     cancel_sender();
     cancel_disabled();

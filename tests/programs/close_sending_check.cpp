@@ -19,16 +19,14 @@
 #include <cstring>
 #include <vector>
 
+#include "check_common.hpp"
+
 namespace {
 
 constexpr size_t kBig = 8u << 20;  // more than any ring or socket buffer holds
 unsigned char pattern(size_t i) { return static_cast<unsigned char>((i * 7 + 3) % 251); }
 
-[[noreturn]] void die(const char* what) {
-    std::printf("FAILED: %s (%s)\n", what, strerror(errno));
-    std::fflush(stdout);
-    _exit(2);
-}
+using check::die;
 
 int g_sock = -1;
 ssize_t g_sent = -2;
@@ -85,14 +83,8 @@ void client(const sockaddr_in& a, int go, bool by_exit) {
 void run(bool by_exit) {
     std::printf("%s while another thread is blocked in send:\n", by_exit ? "exit()" : "close()");
     std::fflush(stdout);
-    int listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t alen = sizeof a;
-    if (bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener, 1) != 0 ||
-        getsockname(listener, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
-        die("listen");
+    int listener = check::listen_loopback(a, 1);
     int go[2];
     if (pipe(go) != 0) die("pipe");
     const pid_t p = fork();
@@ -118,14 +110,8 @@ void run(bool by_exit) {
 void shutdown_full() {
     std::printf("shutdown(SHUT_WR) on a full connection, the peer reads later:\n");
     std::fflush(stdout);
-    int listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t alen = sizeof a;
-    if (bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener, 1) != 0 ||
-        getsockname(listener, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
-        die("listen");
+    int listener = check::listen_loopback(a, 1);
     int c = socket(AF_INET, SOCK_STREAM, 0);
     if (connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
     int s = accept(listener, nullptr, nullptr);

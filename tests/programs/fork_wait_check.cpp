@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "check_common.hpp"
+
 namespace {
 
 constexpr size_t kBig = 8u << 20;  // more than any ring or socket buffer holds
@@ -30,11 +32,7 @@ int g_listener = -1;
 int C = -1, S = -1, EP = -1;
 std::string g_block;
 
-[[noreturn]] void die(const char* what) {
-    std::printf("FAILED: %s (%s)\n", what, strerror(errno));
-    std::fflush(stdout);
-    _exit(2);
-}
+using check::die;
 
 void connect_pair() {
     sockaddr_in a{};
@@ -169,11 +167,8 @@ void child_shuts_down() {
 
 int main() {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    g_listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(g_listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(g_listener, 8) != 0) die("listen");
+    g_listener = check::listen_loopback(a);
     for (const char* block : {"recv", "send", "poll", "epoll_wait"})
         for (const char* act : {"send", "close"}) run(block, act);
     child_shuts_down();

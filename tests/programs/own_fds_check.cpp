@@ -26,15 +26,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "check_common.hpp"
+
 namespace {
 
 constexpr int kMessages = 200;
 
-[[noreturn]] void die(const char* what) {
-    std::printf("FAILED: %s (%s)\n", what, strerror(errno));
-    std::fflush(stdout);
-    _exit(2);
-}
+using check::die;
 
 enum class Sweep { close_loop, close_range, closefrom };
 const char* name(Sweep s) {
@@ -149,14 +147,8 @@ void run(Sweep how, bool sweeper_is_server, bool with_epoll) {
     std::printf("%s by the %s%s:\n", name(how), sweeper_is_server ? "server" : "client",
                 with_epoll ? ", which waits through an epoll set" : "");
     std::fflush(stdout);
-    int listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t alen = sizeof a;
-    if (bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listener, 1) != 0 ||
-        getsockname(listener, reinterpret_cast<sockaddr*>(&a), &alen) != 0)
-        die("listen");
+    int listener = check::listen_loopback(a, 1);
     const pid_t server = fork();
     if (server == 0) {
         int s = accept(listener, nullptr, nullptr);

@@ -428,8 +428,9 @@ int Connection::shutdown(int how) {
         wake_local();
         std::lock_guard<SideLock> lk(write_mu_);
         if (owned_by_this_process()) {
-            // The FIN record follows the data in the ring; wait briefly for space
-            // (never holding the direction's busy word while asleep).
+            // The FIN record follows the data in the ring. It always fits
+            // (RingWriter::kFinReserve); the loop only outlasts a writer that
+            // holds the direction's busy word (never held while asleep).
             for (int i = 0; i < 1000; ++i, usleep(1000)) {
                 if (tx_enter_locked() != Way::ring) {
                     kernel_shutdown(fd_, SHUT_WR);  // back on TCP: the kernel's FIN
@@ -540,7 +541,8 @@ void Connection::end_stream_locked() {
         // (tx_enter serves a take-back the peer asked for: a peer that
         // closes never leaves bytes its reader asked for behind.)
         switch_tx_locked();
-        // Best effort: if the ring is full the kernel's FIN still ends the stream.
+        // The record always fits (RingWriter::kFinReserve); on a broken ring the
+        // kernel's FIN still ends the stream.
         auto st = transport_->writer().write_fin();
         tx_leave_locked();
         if (st == ring::RingStatus::ok) ring_doorbell();

@@ -100,10 +100,10 @@ void requested(pthread_t target) {
 
 bool any() { return g_any.load(std::memory_order_relaxed); }
 
-bool pending() {
-    if (!any()) return false;
-    return mine().asked.load() && enabled();
-}
+// A request for `r`'s thread that would act now (cancellation enabled).
+bool acts(const Record& r) { return r.asked.load() && enabled(); }
+
+bool pending() { return any() && acts(mine()); }
 
 void point() {
     mine();  // listed before the look: a request from here on finds this thread
@@ -136,7 +136,7 @@ Sleep::Sleep(int64_t timeout_us) : timeout_us_(timeout_us) {
     rec_ = &mine();
     rec_->sleeping.store(true);  // seq_cst: before the loads of g_any and `asked` (requested()'s mirror image)
     if (!g_any.load()) return;
-    skip_ = rec_->asked.load() && enabled();
+    skip_ = acts(*rec_);
     if (timeout_us_ < 0 || timeout_us_ > kNapAfterRequestUs) timeout_us_ = kNapAfterRequestUs;
 }
 
@@ -144,7 +144,7 @@ Sleep::~Sleep() { rec_->sleeping.store(false, std::memory_order_release); }
 
 bool Sleep::only_a_request(bool handler_ran) {
     if (!rec_->kicked.exchange(false)) return false;
-    return !handler_ran && !(rec_->asked.load() && enabled());
+    return !handler_ran && !acts(*rec_);
 }
 
 }  // namespace rdmasock::cancel

@@ -63,6 +63,7 @@ void resolve_all() {
     resolve(c.epoll_wait, "epoll_wait");
     resolve(c.epoll_pwait, "epoll_pwait");
     resolve(c.epoll_pwait2, "epoll_pwait2");
+    resolve(c.pthread_cancel, "pthread_cancel");
     g_ops = SocketOps{c.recv, c.send, c.recvmsg, c.sendmsg, c.poll};
 }
 

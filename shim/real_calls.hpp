@@ -2,6 +2,7 @@
 #pragma once
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -56,6 +57,7 @@ struct Calls {
     int (*epoll_wait)(int, epoll_event*, int, int);
     int (*epoll_pwait)(int, epoll_event*, int, int, const sigset_t*);
     int (*epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
+    int (*pthread_cancel)(pthread_t);
 };
 
 // Resolved on first use (constructors of other libraries may call us early).

@@ -429,8 +429,7 @@ int Connection::shutdown(int how) {
         std::lock_guard<SideLock> lk(write_mu_);
         if (owned_by_this_process()) {
             // The FIN record follows the data in the ring. It always fits
-            // (RingWriter::kFinReserve); the loop only outlasts a writer that
-            // holds the direction's busy word (never held while asleep).
+            // (RingWriter::kFinReserve): the retry is a guard, not a wait.
             for (int i = 0; i < 1000; ++i, usleep(1000)) {
                 if (tx_enter_locked() != Way::ring) {
                     kernel_shutdown(fd_, SHUT_WR);  // back on TCP: the kernel's FIN

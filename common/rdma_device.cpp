@@ -1,5 +1,7 @@
 #include "rdma_device.hpp"
 
+#include "own_fd.hpp"
+
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -152,6 +154,11 @@ RdmaDevice::~RdmaDevice() {
     if (pid_ != getpid()) {
         pd_.abandon();
         ctx_.abandon();
+        return;
+    }
+    if (ctx_) {  // rdma-core's ibv_close_device closes them through close()
+        unmark_own_fd(ctx_->cmd_fd);
+        unmark_own_fd(ctx_->async_fd);
     }
 }
 
@@ -217,6 +224,11 @@ std::unique_ptr<RdmaDevice> RdmaDevice::open(const VerbsApi& api, const std::str
         return nullptr;
     }
     dev->ctx_ = std::move(ctx);
+    // Out of the program's way, as every fd the shim keeps (own_fd.hpp): a program
+    // that closes what it did not open must not close the device under the
+    // connections. rdma-core reads both numbers from these fields.
+    dev->ctx_->cmd_fd = adopt_own_fd(dev->ctx_->cmd_fd);
+    dev->ctx_->async_fd = adopt_own_fd(dev->ctx_->async_fd);
     dev->pid_ = getpid();
     dev->port_ = 1;
     dev->lid_ = pa.lid;

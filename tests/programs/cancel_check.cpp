@@ -307,7 +307,7 @@ void cancel_close() {
 int main() {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     sockaddr_in a{};
-    g_listener = check::listen_loopback(a);
+    g_listener = check::listen_local(a);
     for (const char* call : {"recv", "read", "poll", "select", "epoll_wait"}) cancel_asleep(call);
     cancel_sender();
     cancel_disabled();

@@ -84,7 +84,7 @@ void run(bool by_exit) {
     std::printf("%s while another thread is blocked in send:\n", by_exit ? "exit()" : "close()");
     std::fflush(stdout);
     sockaddr_in a{};
-    int listener = check::listen_loopback(a, 1);
+    int listener = check::listen_local(a, 1);
     int go[2];
     if (pipe(go) != 0) die("pipe");
     const pid_t p = fork();
@@ -111,7 +111,7 @@ void shutdown_full() {
     std::printf("shutdown(SHUT_WR) on a full connection, the peer reads later:\n");
     std::fflush(stdout);
     sockaddr_in a{};
-    int listener = check::listen_loopback(a, 1);
+    int listener = check::listen_local(a, 1);
     int c = socket(AF_INET, SOCK_STREAM, 0);
     if (connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
     int s = accept(listener, nullptr, nullptr);

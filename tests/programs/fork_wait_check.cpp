@@ -168,7 +168,7 @@ void child_shuts_down() {
 int main() {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     sockaddr_in a{};
-    g_listener = check::listen_loopback(a);
+    g_listener = check::listen_local(a);
     for (const char* block : {"recv", "send", "poll", "epoll_wait"})
         for (const char* act : {"send", "close"}) run(block, act);
     child_shuts_down();

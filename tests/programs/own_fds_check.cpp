@@ -148,7 +148,7 @@ void run(Sweep how, bool sweeper_is_server, bool with_epoll) {
                 with_epoll ? ", which waits through an epoll set" : "");
     std::fflush(stdout);
     sockaddr_in a{};
-    int listener = check::listen_loopback(a, 1);
+    int listener = check::listen_local(a, 1);
     const pid_t server = fork();
     if (server == 0) {
         int s = accept(listener, nullptr, nullptr);

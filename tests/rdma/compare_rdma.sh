@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# A Python helper of tests/integration/helpers run twice inside the Soft-RoCE VM, over
-# plain TCP and with the shim on rdma (both ends in the helper's process), on the VM's
-# rxe address: the transcripts must be equal and at least MIN_RDMA ends on rdma.
+# A Python helper of tests/integration/helpers, or a program of tests/programs, run twice
+# inside the Soft-RoCE VM, over plain TCP and with the shim on rdma (both ends in the
+# helper's process or its children), on the VM's rxe address: the transcripts must be equal
+# and at least MIN_RDMA ends on rdma.
 #   tests/rdma/compare_rdma.sh HELPER.py MIN_RDMA [ARGS...]
-# The helper listens on $SHUTDOWN_WAKES_ADDR / $HANDOVER_ADDR (set here to the VM's address).
+#   tests/rdma/compare_rdma.sh PROGRAM MIN_RDMA [ARGS...]      ($BUILD/PROGRAM)
+# It listens on $SHUTDOWN_WAKES_ADDR / $HANDOVER_ADDR / $CHECK_ADDR (set here to the VM's address).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 LIB=$(readlink -f "$BUILD/librdmasock.so")
-prog=tests/integration/helpers/$1 min=$2
+if [[ "$1" == *.py ]]; then cmd=(python3 "tests/integration/helpers/$1"); else cmd=("$BUILD/$1"); fi
+min=$2
 shift 2
-export SHUTDOWN_WAKES_ADDR=${RDMA_VM_ADDR:-127.0.0.1} HANDOVER_ADDR=${RDMA_VM_ADDR:-127.0.0.1}
+export SHUTDOWN_WAKES_ADDR=${RDMA_VM_ADDR:-127.0.0.1} HANDOVER_ADDR=${RDMA_VM_ADDR:-127.0.0.1} CHECK_ADDR=${RDMA_VM_ADDR:-127.0.0.1}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-timeout 200 python3 "$prog" "$@" >"$tmp/tcp.txt" 2>"$tmp/tcp.err" || { echo "FAIL: plain run"; cat "$tmp/tcp.txt" "$tmp/tcp.err"; exit 1; }
-LD_PRELOAD=$LIB RDMASOCK_TRANSPORT=rdma RDMASOCK_STATS=1 timeout 200 python3 "$prog" "$@" >"$tmp/shim.txt" 2>"$tmp/shim.err" ||
+timeout 200 "${cmd[@]}" "$@" >"$tmp/tcp.txt" 2>"$tmp/tcp.err" || { echo "FAIL: plain run"; cat "$tmp/tcp.txt" "$tmp/tcp.err"; exit 1; }
+LD_PRELOAD=$LIB RDMASOCK_TRANSPORT=rdma RDMASOCK_STATS=1 timeout 200 "${cmd[@]}" "$@" >"$tmp/shim.txt" 2>"$tmp/shim.err" ||
     { echo "FAIL: shimmed run"; cat "$tmp/shim.txt" "$tmp/shim.err"; exit 1; }
 cat "$tmp/tcp.txt"
 diff -u "$tmp/tcp.txt" "$tmp/shim.txt" || { echo "FAIL: the transcripts differ"; cat "$tmp/shim.err"; exit 1; }

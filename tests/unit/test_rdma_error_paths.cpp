@@ -10,6 +10,7 @@
 #include <future>
 #include <thread>
 
+#include "own_fd.hpp"
 #include "rdma_device.hpp"
 #include "rdma_transport.hpp"
 #include "verbs_mock.hpp"
@@ -165,12 +166,14 @@ TEST_CASE("rdma faults: RDMASOCK_FAULT is parsed once into a set") {
 
 TEST_CASE("rdma doorbells: a completion channel fd, receive WRs posted at connect, arming never says in flight") {
     verbs_mock::reset();
+    int fd = -1;
     {
         auto dev = mock_device();
         std::unique_ptr<RdmaTransport> t, peer;
         connected_pair(*dev, t, peer);
-        const int fd = t->wake_fd();
+        fd = t->wake_fd();
         REQUIRE(fd >= 0);
+        CHECK(is_own_fd(fd));  // moved out of the program's way (own_fd.hpp)
         CHECK((fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);
         CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
         CHECK(peer->wake_fd() != fd);
@@ -186,4 +189,5 @@ TEST_CASE("rdma doorbells: a completion channel fd, receive WRs posted at connec
         CHECK(t->stats().cq_events == 0);
     }
     CHECK(verbs_mock::state().live == 0);
+    CHECK_FALSE(is_own_fd(fd));  // unmarked before rdma-core's close
 }

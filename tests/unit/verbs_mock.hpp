@@ -46,6 +46,7 @@ inline void reset() {
     s.recvs = 0;
     s.context = {};
     s.context.device = &s.device;
+    s.context.cmd_fd = s.context.async_fd = -1;  // no device file
     s.context.ops.post_send = [](ibv_qp*, ibv_send_wr*, ibv_send_wr** bad) {
         ++state().posts;
         *bad = nullptr;

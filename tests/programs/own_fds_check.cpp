@@ -99,6 +99,8 @@ struct Witness {
     }
 };
 
+// Three round trips, the client first (over rdma the offer rides on the
+// client's first bytes; a server that speaks first keeps the connection on TCP).
 void settle(int s, bool first) {
     char c;
     for (int i = 0; i < 3; ++i) {
@@ -154,7 +156,7 @@ void run(Sweep how, bool sweeper_is_server, bool with_epoll) {
         int s = accept(listener, nullptr, nullptr);
         if (s < 0) die("accept");
         close(listener);
-        settle(s, true);
+        settle(s, false);
         int ep = -1;
         if (with_epoll) {
             ep = epoll_create1(0);
@@ -179,7 +181,7 @@ void run(Sweep how, bool sweeper_is_server, bool with_epoll) {
     if (client == 0) {
         int s = socket(AF_INET, SOCK_STREAM, 0);
         if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
-        settle(s, false);
+        settle(s, true);
         if (!sweeper_is_server) s = sweep(how, s, -1);
         Witness w;
         bool same = drive(s, &w);

@@ -1,6 +1,7 @@
 #include "own_fd.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,18 +19,25 @@ namespace {
 // above it is used but not marked (a process with over 131,072 fds).
 constexpr unsigned kTracked = 1u << 17;
 std::atomic<uint64_t> g_marks[kTracked / 64];
+// Set while close_own_fd closes the number: from the kernel's close on, the
+// number may be the program's next open, and its mark is still up.
+std::atomic<uint64_t> g_closing[kTracked / 64];
 std::atomic<unsigned> g_highest{0};  // bounds the scans of close_range/closefrom
 
+bool tracked(int fd) { return fd >= 0 && static_cast<unsigned>(fd) < kTracked; }
+uint64_t bit_of(int fd) { return uint64_t{1} << (fd % 64); }
+
+void set_bit(std::atomic<uint64_t>* bits, int fd, bool on) {
+    if (!tracked(fd)) return;
+    if (on) bits[fd / 64].fetch_or(bit_of(fd), std::memory_order_seq_cst);
+    else bits[fd / 64].fetch_and(~bit_of(fd), std::memory_order_seq_cst);
+}
+
 void set_mark(int fd, bool on) {
-    if (fd < 0 || static_cast<unsigned>(fd) >= kTracked) return;
-    const uint64_t bit = uint64_t{1} << (fd % 64);
-    if (on) {
-        g_marks[fd / 64].fetch_or(bit, std::memory_order_seq_cst);
-        unsigned h = g_highest.load(std::memory_order_relaxed);
-        while (static_cast<unsigned>(fd) > h && !g_highest.compare_exchange_weak(h, static_cast<unsigned>(fd))) {}
-    } else {
-        g_marks[fd / 64].fetch_and(~bit, std::memory_order_seq_cst);
-    }
+    set_bit(g_marks, fd, on);
+    if (!on || !tracked(fd)) return;
+    unsigned h = g_highest.load(std::memory_order_relaxed);
+    while (static_cast<unsigned>(fd) > h && !g_highest.compare_exchange_weak(h, static_cast<unsigned>(fd))) {}
 }
 
 // Three quarters of the soft fd limit, at most 4096: above what a program with
@@ -75,8 +83,12 @@ void mark_own_fd(int fd) { set_mark(fd, true); }
 void unmark_own_fd(int fd) { set_mark(fd, false); }
 
 bool is_own_fd(int fd) {
-    if (fd < 0 || static_cast<unsigned>(fd) >= kTracked) return false;
-    return g_marks[fd / 64].load(std::memory_order_seq_cst) & (uint64_t{1} << (fd % 64));
+    if (!tracked(fd)) return false;
+    // The shim closing this number right now: the caller's may be the program's
+    // new fd under it; the answer comes after that close (a system call's time;
+    // bounded, should a signal handler ask in the middle of it on that thread).
+    for (int i = 0; i < 10000 && (g_closing[fd / 64].load(std::memory_order_seq_cst) & bit_of(fd)); ++i) sched_yield();
+    return g_marks[fd / 64].load(std::memory_order_seq_cst) & bit_of(fd);
 }
 
 std::vector<int> own_fds_in(unsigned first, unsigned last) {
@@ -88,15 +100,19 @@ std::vector<int> own_fds_in(unsigned first, unsigned last) {
             fd |= 63;  // the rest of this word
             continue;
         }
-        if (word & (uint64_t{1} << (fd % 64))) out.push_back(static_cast<int>(fd));
+        if (word & bit_of(static_cast<int>(fd))) out.push_back(static_cast<int>(fd));
     }
     return out;
 }
 
 void close_own_fd(int fd) {
     const int saved = errno;
-    set_mark(fd, false);  // before the close: once closed, the number may be the program's
+    // Marked until closed (the program's close of it stays EBADF), unmarked
+    // before anyone asks again (is_own_fd waits out the closing bit).
+    set_bit(g_closing, fd, true);
     syscall(SYS_close, fd);
+    set_mark(fd, false);
+    set_bit(g_closing, fd, false);
     errno = saved;
 }
 

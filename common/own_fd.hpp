@@ -12,7 +12,9 @@
 // - they are marked, and the close interposers answer for a marked number as
 //   the kernel would for a number never opened (close: EBADF; close_range and
 //   closefrom pass over it);
-// - close_own_fd unmarks, then closes with the raw system call: libc's close
+// - close_own_fd closes with the raw system call, then unmarks (a close of
+//   that number by the program in between waits it out: the number may be its
+//   next open's by then, and must not answer EBADF). Not libc's close: it
 //   is a cancellation point, and these closes run in destructors (a
 //   transport's), where a pending pthread_cancel unwinding the thread ends the
 //   program (std::terminate). errno is kept by all of these.

@@ -74,7 +74,7 @@ std::vector<int> FdTable::present_in(unsigned first, unsigned last) const {
     return fds;
 }
 
-void FdTable::forget_other_threads(void (*forget)(Socket&)) {
+void FdTable::forget_other_threads() {
     new (&g_chunk_mu) std::mutex();
     for (auto& c : chunks_) {
         Slot* chunk = c.load(std::memory_order_acquire);
@@ -82,7 +82,7 @@ void FdTable::forget_other_threads(void (*forget)(Socket&)) {
         for (int i = 0; i < kChunk; ++i) {
             Slot& s = chunk[i];
             s.lock.store(false, std::memory_order_relaxed);
-            if (s.present.load(std::memory_order_relaxed) && s.sock) forget(*s.sock);
+            if (s.present.load(std::memory_order_relaxed) && s.sock) s.sock->forget_other_threads();
         }
     }
 }

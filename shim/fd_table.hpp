@@ -71,8 +71,8 @@ public:
     // The tracked fds in [first, last], ascending (close_range, closefrom).
     std::vector<int> present_in(unsigned first, unsigned last) const;
     // In a forked child (one thread): frees the slot locks the parent's other
-    // threads held, then hands each socket to `forget` (Socket::forget_other_threads).
-    void forget_other_threads(void (*forget)(Socket&));
+    // threads held, and each socket forgets their calls (Socket::forget_other_threads).
+    void forget_other_threads();
 
 private:
     struct Slot {

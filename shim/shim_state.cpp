@@ -20,7 +20,7 @@ Config* g_config = nullptr;
 void after_fork_child() {
     refresh_current_pid();
     // Only the forking thread is here: locks the others held are nobody's.
-    fd_table().forget_other_threads([](Socket& s) { s.forget_other_threads(); });
+    fd_table().forget_other_threads();
     epoll_after_fork_child();
     signals::note_process();  // its copy of the signal records is its own
 }

@@ -100,7 +100,8 @@ std::vector<int> own_fds_in(unsigned first, unsigned last) {
             fd |= 63;  // the rest of this word
             continue;
         }
-        if (word & bit_of(static_cast<int>(fd))) out.push_back(static_cast<int>(fd));
+        // (is_own_fd waits out a close the shim is making of that number)
+        if ((word & bit_of(static_cast<int>(fd))) && is_own_fd(static_cast<int>(fd))) out.push_back(static_cast<int>(fd));
     }
     return out;
 }

@@ -29,9 +29,6 @@ namespace rdmasock {
 int adopt_own_fd(int fd);
 // A new, marked, close-on-exec duplicate of `fd` at a high number; -1 on failure.
 int dup_own_fd(int fd);
-// Marks `fd` as the shim's where it is (an fd whose number another library
-// keeps, e.g. rdma-core's completion channel).
-void mark_own_fd(int fd);
 // Unmarks without closing (the number's owner is about to close it itself).
 void unmark_own_fd(int fd);
 bool is_own_fd(int fd);

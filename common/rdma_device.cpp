@@ -1,7 +1,5 @@
 #include "rdma_device.hpp"
 
-#include "own_fd.hpp"
-
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -10,6 +8,8 @@
 #include <fstream>
 #include <mutex>
 #include <vector>
+
+#include "own_fd.hpp"
 
 namespace rdmasock {
 

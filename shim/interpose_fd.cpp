@@ -48,12 +48,13 @@ int own_target(int newfd) {
     return -1;
 }
 
-// Calls `close_span(a, b)` for each stretch of [first, last] between own fds.
+// Calls `close_span(a, b)` for each stretch of [first, last] between the own
+// fds `own` (own_fds_in(first, last)).
 template <class CloseSpan>
-int around_own_fds(unsigned first, unsigned last, CloseSpan close_span) {
+int around_own_fds(unsigned first, unsigned last, const std::vector<int>& own, CloseSpan close_span) {
     int rc = 0;
-    for (int own : own_fds_in(first, last)) {
-        const auto o = static_cast<unsigned>(own);
+    for (int fd : own) {
+        const auto o = static_cast<unsigned>(fd);
         if (o > first && close_span(first, o - 1) != 0) rc = -1;
         first = o + 1;
         if (o == UINT_MAX) return rc;
@@ -106,19 +107,21 @@ int close_range(unsigned first, unsigned last, int flags) {
     if (!(flags & CLOSE_RANGE_CLOEXEC)) forget_range(first, last);
     if (in_vfork_child()) return kept(real_close_range(first, last, flags));
     // (With CLOSE_RANGE_UNSHARE the first stretch unshares the table, the others close in it.)
-    return kept(around_own_fds(first, last, [flags](unsigned a, unsigned b) { return real_close_range(a, b, flags); }));
+    return kept(around_own_fds(first, last, own_fds_in(first, last),
+                               [flags](unsigned a, unsigned b) { return real_close_range(a, b, flags); }));
 }
 
 void closefrom(int lowfd) {
-    if (lowfd < 0 || in_vfork_child() || own_fds_in(static_cast<unsigned>(lowfd), UINT_MAX).empty()) {
-        if (lowfd >= 0) forget_range(static_cast<unsigned>(lowfd), UINT_MAX);
+    const auto first = static_cast<unsigned>(lowfd);
+    if (lowfd >= 0) forget_range(first, UINT_MAX);
+    const std::vector<int> own = lowfd >= 0 && !in_vfork_child() ? own_fds_in(first, UINT_MAX) : std::vector<int>{};
+    if (own.empty()) {
         if (calls().closefrom) return calls().closefrom(lowfd);
         syscall(SYS_close_range, lowfd, UINT_MAX, 0);
         return;
     }
     const int saved = errno;  // closefrom returns nothing and keeps errno
-    forget_range(static_cast<unsigned>(lowfd), UINT_MAX);
-    around_own_fds(static_cast<unsigned>(lowfd), UINT_MAX, [](unsigned a, unsigned b) { return real_close_range(a, b, 0); });
+    around_own_fds(first, UINT_MAX, own, [](unsigned a, unsigned b) { return real_close_range(a, b, 0); });
     errno = saved;
 }
 

@@ -56,9 +56,8 @@ TEST_CASE("own_fd: a duplicate is a new marked number; the original stays the ca
 }
 
 TEST_CASE("own_fd: marks are by number; unmark leaves the fd open") {
-    const int fd = eventfd(0, EFD_CLOEXEC);
+    const int fd = adopt_own_fd(eventfd(0, EFD_CLOEXEC));
     REQUIRE(fd >= 0);
-    mark_own_fd(fd);
     CHECK(is_own_fd(fd));
     CHECK(own_fds_in(static_cast<unsigned>(fd), static_cast<unsigned>(fd)) == std::vector<int>{fd});
     CHECK(own_fds_in(static_cast<unsigned>(fd) + 1, static_cast<unsigned>(fd) + 100).empty());

@@ -310,10 +310,15 @@ private:
         bool operator()() const { return fn(ctx); }
     };
     // Blocks (wait_engine.hpp) until `ready()` or the deadline; a signal ends
-    // it (interrupted) unless the kernel would restart the call
-    // (signal_restart.hpp).
-    enum class Wait { ready, timeout, interrupted };
+    // it: interrupted, or restart where the kernel would restart the call
+    // (signal_restart.hpp). A restart goes back to the interposer, which lets
+    // go of every lock, runs the handlers held back meanwhile and calls again
+    // (shim/io_path.hpp): the handler's own calls see the connection free.
+    enum class Wait { ready, timeout, interrupted, restart };
     Wait wait_for(ReadyRef ready, bool reader, int64_t timeout_us);
+    // A wait that did not end ready: -1 with its errno (EAGAIN after a socket
+    // timeout, EINTR, ERESTART for the interposer's restart).
+    static int wait_failed(Wait w);
     struct Sleeper;  // its wait_engine hooks
     int64_t timeout_for(bool write) const;
 

@@ -150,10 +150,14 @@ Connection::Wait Connection::wait_for(ReadyRef ready, bool reader, int64_t timeo
         int rc = wait::run(s, timeout_us, since);
         if (rc > 0) return Wait::ready;
         if (rc == 0) return Wait::timeout;
-        if (errno == EINTR && !signal_restarts_call(since, timeout_us > 0)) return Wait::interrupted;
-        // Restarted after a signal (SA_RESTART), or any other failure of the
-        // kernel wait: look again.
+        if (errno == EINTR) return signal_restarts_call(since, timeout_us > 0) ? Wait::restart : Wait::interrupted;
+        // Any other failure of the kernel wait: look again.
     }
+}
+
+int Connection::wait_failed(Wait w) {
+    errno = w == Wait::timeout ? EAGAIN : w == Wait::restart ? ERESTART : EINTR;
+    return -1;
 }
 
 // ---------------------------------------------------------------- poll and epoll

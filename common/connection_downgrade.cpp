@@ -74,7 +74,10 @@ void Connection::take_back_locked() {
     struct Out final : downgrade::Resend {
         Connection& conn;
         explicit Out(Connection& c) : conn(c) {}
-        bool send_all(const void* data, size_t len) override { return send_all_ours(conn.ops_, conn.fd_, data, len); }
+        bool send_all(const void* data, size_t len) override {
+            signals::HandlersNow now;  // blocks while the peer does not read (tcp_send_locked)
+            return send_all_ours(conn.ops_, conn.fd_, data, len);
+        }
         void end_of_stream() override {}
     } out(*this);
     const int saved = errno;

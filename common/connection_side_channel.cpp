@@ -110,7 +110,13 @@ ssize_t Connection::tcp_send_locked(const iovec* iov, int iovcnt, int flags) {
     msghdr mh{};
     mh.msg_iov = const_cast<iovec*>(iov);
     mh.msg_iovlen = static_cast<size_t>(iovcnt);
-    ssize_t n = ops_.sendmsg(fd_, &mh, flags);
+    ssize_t n;
+    {
+        // A kernel send may block for as long as the peer does not read:
+        // handlers run at once meanwhile, as they did before (side_lock.hpp).
+        signals::HandlersNow now;
+        n = ops_.sendmsg(fd_, &mh, flags);
+    }
     if (n > 0) tcp_tx_ += static_cast<uint64_t>(n);
     return n;
 }
@@ -130,7 +136,10 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
         msghdr mh{};
         mh.msg_iov = const_cast<iovec*>(iov);
         mh.msg_iovlen = static_cast<size_t>(iovcnt);
-        n = ops_.recvmsg(fd_, &mh, flags);
+        {
+            signals::HandlersNow now;  // may block until the peer sends (tcp_send_locked)
+            n = ops_.recvmsg(fd_, &mh, flags);
+        }
         if (n > 0 && !(flags & MSG_PEEK)) tcp_rx_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     }
     // A shimmed server offers before its first byte leaves (shm_rendezvous.hpp):

@@ -40,7 +40,7 @@ bool Connection::lock_ring_side(std::unique_lock<SideLock>& lk, int flags, bool 
     SideLock::Waiting counted(*lk.mutex());
     const Wait res = wait_for([&] { return lk.owns_lock() || lk.try_lock(); }, reader, tmo.left_us());
     if (lk.owns_lock()) return true;
-    errno = res == Wait::timeout ? EAGAIN : EINTR;
+    wait_failed(res);
     return false;
 }
 
@@ -91,8 +91,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
                                 false, tmo.left_us());
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
-                errno = res == Wait::timeout ? EAGAIN : EINTR;
-                return -1;
+                return wait_failed(res);
             }
             continue;
         }
@@ -138,8 +137,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
                             tmo.left_us());
         if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);
-            errno = res == Wait::timeout ? EAGAIN : EINTR;
-            return -1;
+            return wait_failed(res);
         }
         if (!w.has_space() && reader_gone() && !peer_reset_.exchange(true)) pending_err_.store(ECONNRESET);  // nobody will ever read
     }
@@ -209,8 +207,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due() || ask_pending(); }, true, tmo.left_us());
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
-                errno = res == Wait::timeout ? EAGAIN : EINTR;
-                return -1;
+                return wait_failed(res);
             }
             continue;
         }
@@ -235,8 +232,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                                 tmo.left_us());
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
-                errno = res == Wait::timeout ? EAGAIN : EINTR;
-                return -1;
+                return wait_failed(res);
             }
             continue;
         }
@@ -325,8 +321,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                             true, tmo.left_us());
         if (res != Wait::ready) {
             if (total > 0) return static_cast<ssize_t>(total);
-            errno = res == Wait::timeout ? EAGAIN : EINTR;
-            return -1;
+            return wait_failed(res);
         }
     }
 }

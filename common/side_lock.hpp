@@ -9,11 +9,15 @@
 // holder unlocks, then reads the count. Either the try succeeds, or the
 // holder sees the count and wakes (the wake is a level: an eventfd stays
 // readable until drained, so a waiter that sleeps after it still returns).
+//
+// Signal handlers of a holder's thread run when it lets go (signal_seen.hpp).
 #pragma once
 
 #include <atomic>
 #include <mutex>
 #include <new>
+
+#include "signal_seen.hpp"
 
 namespace rdmasock {
 
@@ -24,12 +28,22 @@ public:
     SideLock(const SideLock&) = delete;
     SideLock& operator=(const SideLock&) = delete;
 
-    void lock() { m_.lock(); }
-    bool try_lock() { return m_.try_lock(); }
+    // A holder's signal handlers wait until it lets go (signals::DeferHandlers):
+    // one that sent on this connection would wait for this lock for good.
+    void lock() {
+        m_.lock();
+        signals::defer_begin();
+    }
+    bool try_lock() {
+        if (!m_.try_lock()) return false;
+        signals::defer_begin();
+        return true;
+    }
     void unlock() {
         m_.unlock();
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (waiters_.load(std::memory_order_relaxed) > 0) wake_(ctx_);
+        signals::defer_end();
     }
 
     // In a forked child, which has only the thread that forked: a holder or

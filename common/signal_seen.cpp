@@ -1,6 +1,7 @@
 #include "signal_seen.hpp"
 
 #include <pthread.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +24,21 @@ struct Counters {
     volatile uint32_t interrupting;
 };
 __thread Counters tls_counters __attribute__((tls_model("initial-exec")));
+
+// Deliveries held back (DeferHandlers): what the kernel handed the trampoline.
+struct Held {
+    int sig;
+    siginfo_t info;
+    sigset_t mask;  // the handler's sa_mask
+    int flags;      // its sa_flags (SA_NODEFER)
+};
+constexpr uint32_t kMaxHeld = 4;  // more in one section: the rest run at once, as before
+struct Deferral {
+    volatile uint32_t depth;
+    volatile uint32_t held;
+    Held q[kMaxHeld];
+};
+__thread Deferral tls_defer __attribute__((tls_model("initial-exec")));
 
 // The application's handler of one signal (handler_slots.hpp).
 struct Handler {
@@ -68,19 +84,8 @@ void act_default(int sig) {
     raise(sig);  // blocked in here (unless SA_NODEFER): delivered once we return
 }
 
-void on_signal(int sig, siginfo_t* si, void* uc) {
-    const int saved = errno;
-    // The kernel's flags, not a record of ours: siginterrupt() and other libc
-    // paths change them without passing our interposers.
-    struct sigaction k{};
-    const bool restarts = guard::real_sigaction(sig, nullptr, &k) == 0 && (k.sa_flags & SA_RESTART);
-    tls_counters.delivered = tls_counters.delivered + 1;
-    if (!restarts) tls_counters.interrupting = tls_counters.interrupting + 1;
-    // A signal between a wait's last look and its kernel sleep: that sleep
-    // must not begin (it returns EINTR instead).
-    sleep::cancel_entry(uc);
+void run_handler(int sig, siginfo_t* si, void* uc) {
     const Handler h = load(sig);
-    errno = saved;
     if (!h.fn) {
         act_default(sig);
     } else if (h.siginfo) {
@@ -93,11 +98,74 @@ void on_signal(int sig, siginfo_t* si, void* uc) {
     }
 }
 
+void on_signal(int sig, siginfo_t* si, void* uc) {
+    const int saved = errno;
+    // The kernel's flags, not a record of ours: siginterrupt() and other libc
+    // paths change them without passing our interposers.
+    struct sigaction k{};
+    const bool known = guard::real_sigaction(sig, nullptr, &k) == 0;
+    const bool restarts = known && (k.sa_flags & SA_RESTART);
+    tls_counters.delivered = tls_counters.delivered + 1;
+    if (!restarts) tls_counters.interrupting = tls_counters.interrupting + 1;
+    // A signal between a wait's last look and its kernel sleep: that sleep
+    // must not begin (it returns EINTR instead).
+    sleep::cancel_entry(uc);
+    Deferral& d = tls_defer;
+    if (d.depth > 0 && d.held < kMaxHeld && known) {
+        Held& e = d.q[d.held];
+        e.sig = sig;
+        e.info = *si;
+        e.mask = k.sa_mask;
+        e.flags = k.sa_flags;
+        d.held = d.held + 1;
+        errno = saved;
+        return;
+    }
+    errno = saved;
+    run_handler(sig, si, uc);
+}
+
+// The held-back deliveries, oldest first, each under the mask the kernel
+// would have set for it. A handler that calls into the shim again may hold
+// back new ones; they queue behind and run in this loop.
+void run_held() {
+    Deferral& d = tls_defer;
+    const int saved = errno;
+    while (d.held > 0 && d.depth == 0) {
+        Held e = d.q[0];
+        // Taken out before it runs; the queue only moves while depth is 0 here,
+        // and a delivery meanwhile runs at once (depth 0), never touching it.
+        for (uint32_t i = 1; i < d.held; ++i) d.q[i - 1] = d.q[i];
+        d.held = d.held - 1;
+        sigset_t block = e.mask, old;
+        if (!(e.flags & SA_NODEFER)) sigaddset(&block, e.sig);
+        pthread_sigmask(SIG_BLOCK, &block, &old);
+        ucontext_t uc;
+        getcontext(&uc);
+        run_handler(e.sig, &e.info, &uc);
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    }
+    errno = saved;
+}
+
 }  // namespace
 
 Seen seen() { return {tls_counters.delivered, tls_counters.interrupting}; }
 
 bool since(const Seen& before) { return tls_counters.delivered != before.delivered; }
+
+void defer_begin() { tls_defer.depth = tls_defer.depth + 1; }
+
+void defer_end() {
+    tls_defer.depth = tls_defer.depth - 1;
+    if (tls_defer.depth == 0 && tls_defer.held > 0) run_held();
+}
+
+bool deferring() { return tls_defer.depth > 0; }
+
+HandlersNow::HandlersNow() : depth(tls_defer.depth) { tls_defer.depth = 0; }
+
+HandlersNow::~HandlersNow() { tls_defer.depth = depth; }
 
 const volatile uint32_t* delivered_counter() { return &tls_counters.delivered; }
 

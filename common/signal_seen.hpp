@@ -53,6 +53,39 @@ void note_process();
 // Whether the kernel's action for `sig` is the trampoline (tests).
 bool wrapped(int sig);
 
+// Handlers held back while this thread holds a lock of a connection
+// (side_lock.hpp). The kernel runs a handler only on the way out of a system
+// call, so a handler never finds its own thread halfway through a send on the
+// socket it writes to; the shim's calls run in user space, where a handler
+// that ran at once and sent on the same connection waited for a lock its own
+// thread held: for good. So a delivery that finds the thread inside such a
+// section is counted at once (a wait still ends, signal_seen's contract) and
+// its handler runs when the section ends, with the mask the kernel would have
+// set. A wait that would restart after a handler ends instead, so that the
+// lock is let go and the handler runs (Connection::Wait::restart): the call
+// then starts again from the top, as the kernel's restart does.
+void defer_begin();
+void defer_end();  // the last one out runs what was held back
+struct DeferHandlers {
+    DeferHandlers() { defer_begin(); }
+    ~DeferHandlers() { defer_end(); }
+    DeferHandlers(const DeferHandlers&) = delete;
+    DeferHandlers& operator=(const DeferHandlers&) = delete;
+};
+// Whether this thread holds handlers back now.
+bool deferring();
+// Around a system call that may block inside such a section (a kernel send
+// while the connection is back on TCP): handlers run at once there, as
+// before, since a restarted system call would hold them back for as long as
+// it blocks.
+struct HandlersNow {
+    HandlersNow();
+    ~HandlersNow();
+    HandlersNow(const HandlersNow&) = delete;
+    HandlersNow& operator=(const HandlersNow&) = delete;
+    uint32_t depth;
+};
+
 // The signal mask of a ppoll, pselect or epoll_pwait, in force for the whole
 // wait as the kernel has it for the whole call: during the spin too, so that a
 // signal the mask holds back does not end the wait, and one it lets through

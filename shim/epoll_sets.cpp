@@ -712,6 +712,9 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
         return mask ? real::calls().epoll_pwait(epfd, k, nk, ms, mask) : real::calls().epoll_wait(epfd, k, nk, ms);
     };
     if (!set || max <= 0) return kernel_wait(out, max, timeout_ms);
+    // Handlers run on the way out (poll_engine): one that closed a socket of
+    // this set while the wait held set->mu waited for that lock for good.
+    signals::DeferHandlers held;
     std::vector<epoll_event> k(static_cast<size_t>(max));
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);

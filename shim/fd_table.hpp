@@ -29,33 +29,40 @@ struct Socket {
     std::atomic<uint64_t> plain_tx{0}, plain_rx{0};  // bytes counted for statistics
     shim::StatSlotRef stat;            // its line in `rdmasock stat`
 
-    // Calls in progress (x2) and bit 0 = the last fd closed. The connection
-    // lets go of its fd (Connection::retire_fd) when both say so, as the kernel
-    // releases a socket file after its last fd and last call in progress.
+    // Calls in progress (x2) and bit 0 = the last fd closed. The socket is
+    // released (release()) when both say so, as the kernel releases a socket
+    // file after its last fd and its last call in progress: a close in another
+    // thread, or in a signal handler, while a call waits sends no end of
+    // stream until that call returns.
     std::atomic<uint32_t> calls{0};
+    std::atomic<bool> finished{false};
     bool enter() {
         if (!(calls.fetch_add(2, std::memory_order_acquire) & 1)) return true;
         leave();  // closed already: the caller takes the real call (EBADF)
         return false;
     }
     void leave() {
-        if (calls.fetch_sub(2, std::memory_order_acq_rel) == 3 && conn) conn->retire_fd();
+        if (calls.fetch_sub(2, std::memory_order_acq_rel) == 3) release();
     }
+    // The connection's last close (finish(): Connection::close_last_reference
+    // and the statistics line, once), then its fd let go (Connection::retire_fd).
+    void release();
+    void finish();
     // In a forked child: the parent's calls in progress are not here.
     void forget_other_threads() {
         calls.fetch_and(1, std::memory_order_relaxed);
         if (conn) conn->forget_other_threads();
     }
     // At the last close, before the kernel's: a call still in progress in another
-    // thread moves to a private fd that lives until that call returns.
+    // thread moves to a private fd that lives until that call returns, and the
+    // release waits for it.
     void last_fd_closing() {
-        if ((calls.fetch_or(1, std::memory_order_acq_rel) >> 1) == 0) {
-            if (conn) conn->retire_fd();
+        if ((calls.fetch_or(1, std::memory_order_acq_rel) >> 1) == 0 || !conn) {
+            release();
             return;
         }
-        if (!conn) return;
         conn->keep_own_fd();
-        if (calls.load(std::memory_order_acquire) == 1) conn->retire_fd();  // it left meanwhile
+        if (calls.load(std::memory_order_acquire) == 1) release();  // it left meanwhile
     }
 };
 

@@ -40,7 +40,7 @@ int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
     unsigned done = 0;
     for (; done < vlen; ++done) {
         const msghdr& m = msgs[done].msg_hdr;
-        ssize_t n = conn_send(*h.s, m.msg_iov, m.msg_iovlen, flags, EMSGSIZE);
+        ssize_t n = conn_send(h, m.msg_iov, m.msg_iovlen, flags, EMSGSIZE);
         if (n < 0) break;
         msgs[done].msg_len = static_cast<unsigned>(n);
         size_t want = 0;
@@ -73,7 +73,7 @@ int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout)
     int err = 0;
     for (; done < vlen; ++done) {
         msghdr& m = msgs[done].msg_hdr;
-        ssize_t n = conn_recv(*h.s, m.msg_iov, m.msg_iovlen, flags & ~MSG_WAITFORONE, EMSGSIZE);
+        ssize_t n = conn_recv(h, m.msg_iov, m.msg_iovlen, flags & ~MSG_WAITFORONE, EMSGSIZE);
         if (n < 0) {
             err = errno;
             break;

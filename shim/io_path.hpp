@@ -17,6 +17,10 @@ namespace rdmasock::shim {
 // meanwhile never lets this call reach a reused fd number (Socket::calls).
 struct Call {
     std::shared_ptr<Socket> s;
+    int fd = -1;  // the number the application passed
+    // Whether that number still names this socket (a signal handler may have
+    // closed it while the call waited).
+    bool still_named() const;
     Call() = default;
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
@@ -35,10 +39,14 @@ ssize_t count(int fd, ssize_t n, bool tx);
 
 // Through the connection. More than IOV_MAX iovecs fails as in the kernel:
 // EINVAL for readv/writev, EMSGSIZE for the msghdr calls (`too_many`).
-ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
-ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
-ssize_t recv_one(Socket& s, void* buf, size_t n, int flags);
-ssize_t send_one(Socket& s, const void* buf, size_t n, int flags);
+// A wait that a signal handler with SA_RESTART interrupted starts the call
+// again from here, as the kernel's restart runs the system call again: the
+// handler has run by then (signal_seen.hpp), and a number it closed is
+// looked up again (EBADF).
+ssize_t conn_recv(Call& c, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
+ssize_t conn_send(Call& c, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
+ssize_t recv_one(Call& c, void* buf, size_t n, int flags);
+ssize_t send_one(Call& c, const void* buf, size_t n, int flags);
 // A message passing fds (SCM_RIGHTS): each carried connection among them goes
 // back to TCP first (interpose_handover.cpp).
 void before_passing_fds(const msghdr* msg);

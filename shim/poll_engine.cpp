@@ -178,6 +178,10 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
     if (w.t.empty() && w.sets.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     w.k.resize(n);
     cancel::Span span;  // a cancellation point (thread_cancel.hpp); the kernel's poll above is libc's
+    // Handlers run on the way out, as the kernel runs them after its poll: one
+    // that ran during the spin and shut a socket down made poll report it
+    // ready where TCP's says EINTR (signal_seen.hpp).
+    signals::DeferHandlers held;
     signals::MaskDuring app_mask(mask);
     return span.leave(wait::run(w, timeout_us, signals::seen()));
 }

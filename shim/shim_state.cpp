@@ -32,7 +32,7 @@ void at_exit() {
     for (int fd = 0; fd < 65536; ++fd) {
         if (!fd_table().contains(fd)) continue;
         auto s = fd_table().take(fd);
-        if (s && s->conn) release_socket(s);
+        if (s && s->conn) release_socket(s, true);
     }
 }
 
@@ -68,15 +68,35 @@ void print_stats(const Socket& s) {
     print_line("%s", s.conn->stats_line(s.plain_tx.load(), s.plain_rx.load()).c_str());
 }
 
-void release_socket(const std::shared_ptr<Socket>& s) {
+void release_socket(const std::shared_ptr<Socket>& s, bool now) {
     if (s->fd_refs.fetch_sub(1) != 1) return;
     if (s->registry_fd >= 0) close_own_fd(s->registry_fd);
-    if (s->conn) {
-        s->conn->close_last_reference();
-        print_stats(*s);
-    }
+    if (now) s->finish();  // at exit: a call in progress never returns
     s->last_fd_closing();
 }
+
+}  // namespace rdmasock::shim
+
+namespace rdmasock {
+
+// In the thread of the last call out, after its result: what it set in errno stays.
+void Socket::release() {
+    if (!conn) return;
+    const int saved = errno;
+    finish();
+    conn->retire_fd();
+    errno = saved;
+}
+
+void Socket::finish() {
+    if (!conn || finished.exchange(true, std::memory_order_acq_rel)) return;
+    conn->close_last_reference();
+    shim::print_stats(*this);
+}
+
+}  // namespace rdmasock
+
+namespace rdmasock::shim {
 
 bool in_vfork_child() { return static_cast<int>(getpid()) != current_pid(); }
 

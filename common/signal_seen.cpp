@@ -34,7 +34,8 @@ struct Held {
 };
 constexpr uint32_t kMaxHeld = 4;  // more in one section: the rest run at once, as before
 struct Deferral {
-    volatile uint32_t depth;
+    volatile uint32_t depth;  // sections open (DeferHandlers, SideLock holders)
+    volatile uint32_t outer;  // interposers that will run them (HandlersAtReturn)
     volatile uint32_t held;
     Held q[kMaxHeld];
 };
@@ -158,14 +159,28 @@ void defer_begin() { tls_defer.depth = tls_defer.depth + 1; }
 
 void defer_end() {
     tls_defer.depth = tls_defer.depth - 1;
-    if (tls_defer.depth == 0 && tls_defer.held > 0) run_held();
+    if (tls_defer.depth == 0 && tls_defer.outer == 0 && tls_defer.held > 0) run_held();
 }
 
 bool deferring() { return tls_defer.depth > 0; }
 
-HandlersNow::HandlersNow() : depth(tls_defer.depth) { tls_defer.depth = 0; }
+HandlersAtReturn::HandlersAtReturn() { tls_defer.outer = tls_defer.outer + 1; }
 
-HandlersNow::~HandlersNow() { tls_defer.depth = depth; }
+HandlersAtReturn::~HandlersAtReturn() {
+    tls_defer.outer = tls_defer.outer - 1;
+    if (tls_defer.depth == 0 && tls_defer.outer == 0 && tls_defer.held > 0) run_held();
+}
+
+HandlersNow::HandlersNow() : depth(tls_defer.depth), outer(tls_defer.outer) {
+    tls_defer.depth = 0;
+    tls_defer.outer = 0;
+    if (tls_defer.held > 0) run_held();
+}
+
+HandlersNow::~HandlersNow() {
+    tls_defer.depth = depth;
+    tls_defer.outer = outer;
+}
 
 const volatile uint32_t* delivered_counter() { return &tls_counters.delivered; }
 

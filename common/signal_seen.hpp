@@ -60,12 +60,14 @@ bool wrapped(int sig);
 // that ran at once and sent on the same connection waited for a lock its own
 // thread held: for good. So a delivery that finds the thread inside such a
 // section is counted at once (a wait still ends, signal_seen's contract) and
-// its handler runs when the section ends, with the mask the kernel would have
-// set. A wait that would restart after a handler ends instead, so that the
-// lock is let go and the handler runs (Connection::Wait::restart): the call
-// then starts again from the top, as the kernel's restart does.
+// its handler runs later, with the mask the kernel would have set: when the
+// last section ends, or, inside an interposer (HandlersAtReturn), once the
+// interposer has let go of everything (a handler may leave with siglongjmp).
+// A wait that would restart after such a handler ends instead
+// (Connection::Wait::restart): the interposer runs the handler, then the
+// call again from the top, as the kernel's restart does.
 void defer_begin();
-void defer_end();  // the last one out runs what was held back
+void defer_end();  // the last one out runs what was held back (unless an interposer will)
 struct DeferHandlers {
     DeferHandlers() { defer_begin(); }
     ~DeferHandlers() { defer_end(); }
@@ -74,16 +76,24 @@ struct DeferHandlers {
 };
 // Whether this thread holds handlers back now.
 bool deferring();
+// An interposer's whole call: handlers held back inside it run when it ends,
+// after every lock and reference of the shim is given back.
+struct HandlersAtReturn {
+    HandlersAtReturn();
+    ~HandlersAtReturn();
+    HandlersAtReturn(const HandlersAtReturn&) = delete;
+    HandlersAtReturn& operator=(const HandlersAtReturn&) = delete;
+};
 // Around a system call that may block inside such a section (a kernel send
-// while the connection is back on TCP): handlers run at once there, as
-// before, since a restarted system call would hold them back for as long as
-// it blocks.
+// while the connection is back on TCP): handlers held back so far run, and
+// new ones run at once, as before, since a restarted system call would hold
+// them back for as long as it blocks.
 struct HandlersNow {
     HandlersNow();
     ~HandlersNow();
     HandlersNow(const HandlersNow&) = delete;
     HandlersNow& operator=(const HandlersNow&) = delete;
-    uint32_t depth;
+    uint32_t depth, outer;
 };
 
 // The signal mask of a ppoll, pselect or epoll_pwait, in force for the whole

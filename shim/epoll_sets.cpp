@@ -707,14 +707,16 @@ bool epoll_emulated(int epfd) { return find_set(epfd, false) != nullptr; }
 bool epoll_any() { return g_any.load(std::memory_order_relaxed); }
 
 int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask) {
+    // Handlers run on the way out, as the kernel runs them after its wait
+    // (never restarted): one that closed a socket of this set while the wait
+    // held set->mu waited for it for good (signal_seen.hpp). First, so that
+    // they run once everything below has let go.
+    signals::DeferHandlers held;
     auto set = find_set(epfd, false);
     auto kernel_wait = [&](epoll_event* k, int nk, int ms) {
         return mask ? real::calls().epoll_pwait(epfd, k, nk, ms, mask) : real::calls().epoll_wait(epfd, k, nk, ms);
     };
     if (!set || max <= 0) return kernel_wait(out, max, timeout_ms);
-    // Handlers run on the way out (poll_engine): one that closed a socket of
-    // this set while the wait held set->mu waited for that lock for good.
-    signals::DeferHandlers held;
     std::vector<epoll_event> k(static_cast<size_t>(max));
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);

@@ -17,6 +17,7 @@
 #include "own_fd.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
+#include "signal_seen.hpp"
 #include "thread_cancel.hpp"
 
 using namespace rdmasock;
@@ -73,6 +74,7 @@ int real_close_range(unsigned first, unsigned last, int flags) {
 extern "C" {
 
 int close(int fd) {
+    signals::HandlersAtReturn at_return;  // a handler held back by the connection's last close runs after the kernel's
     shim::ErrnoKept kept;
     if (!in_vfork_child()) {
         cancel::point_at_entry();  // a pending pthread_cancel: nothing is closed (libc's close acts there too)

@@ -29,9 +29,9 @@ extern "C" {
 // read() and readv() of no bytes return 0 without asking the socket
 // (sock_read_iter); recv() of none asks (Connection::recv_nothing).
 ssize_t read(int fd, void* buf, size_t n) {
-    Call h;
-    if (active(fd, h)) return n == 0 ? 0 : recv_one(h, buf, n, 0);
-    return count(fd, calls().read(fd, buf, n), false);
+    return data_call(
+        fd, [&](Call& h) { return n == 0 ? 0 : recv_one(h, buf, n, 0); },
+        [&] { return count(fd, calls().read(fd, buf, n), false); });
 }
 
 ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
@@ -40,19 +40,20 @@ ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
 }
 
 ssize_t readv(int fd, const iovec* iov, int cnt) {
-    Call h;
-    if (active(fd, h)) {
-        if (cnt >= 0 && cnt <= IOV_MAX && (cnt == 0 || iov) && no_bytes(iov, cnt)) return 0;
-        return conn_recv(h, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
-    }
-    return count(fd, calls().readv(fd, iov, cnt), false);
+    return data_call(
+        fd,
+        [&](Call& h) -> ssize_t {
+            if (cnt >= 0 && cnt <= IOV_MAX && (cnt == 0 || iov) && no_bytes(iov, cnt)) return 0;
+            return conn_recv(h, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
+        },
+        [&] { return count(fd, calls().readv(fd, iov, cnt), false); });
 }
 
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
     if (flags & MSG_ERRQUEUE) return calls().recv(fd, buf, n, flags);  // the kernel socket's queue (io_path.hpp)
-    Call h;
-    if (active(fd, h)) return recv_one(h, buf, n, flags);
-    return count(fd, calls().recv(fd, buf, n, flags), false);
+    return data_call(
+        fd, [&](Call& h) { return recv_one(h, buf, n, flags); },
+        [&] { return count(fd, calls().recv(fd, buf, n, flags), false); });
 }
 
 ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
@@ -62,9 +63,9 @@ ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
 
 ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
     if (flags & MSG_ERRQUEUE) return calls().recvfrom(fd, buf, n, flags, addr, len);
-    Call h;
-    if (active(fd, h)) return recv_one(h, buf, n, flags);  // TCP leaves addr untouched
-    return count(fd, calls().recvfrom(fd, buf, n, flags, addr, len), false);
+    return data_call(
+        fd, [&](Call& h) { return recv_one(h, buf, n, flags); },  // TCP leaves addr untouched
+        [&] { return count(fd, calls().recvfrom(fd, buf, n, flags, addr, len), false); });
 }
 
 ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, sockaddr* addr, socklen_t* len) {
@@ -74,64 +75,71 @@ ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, so
 
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
     if (flags & MSG_ERRQUEUE) return calls().recvmsg(fd, msg, flags);
-    Call h;
-    if (active(fd, h)) {
-        ssize_t r = conn_recv(h, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
-        if (r >= 0) {
-            msg->msg_controllen = 0;
-            msg->msg_flags = 0;
-        }
-        return r;
-    }
-    return count(fd, calls().recvmsg(fd, msg, flags), false);
+    return data_call(
+        fd,
+        [&](Call& h) {
+            ssize_t r = conn_recv(h, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
+            if (r >= 0) {
+                msg->msg_controllen = 0;
+                msg->msg_flags = 0;
+            }
+            return r;
+        },
+        [&] { return count(fd, calls().recvmsg(fd, msg, flags), false); });
 }
 
 ssize_t write(int fd, const void* buf, size_t n) {
-    Call h;
-    if (active(fd, h)) return send_one(h, buf, n, 0);
-    return count(fd, calls().write(fd, buf, n), true);
+    return data_call(
+        fd, [&](Call& h) { return send_one(h, buf, n, 0); }, [&] { return count(fd, calls().write(fd, buf, n), true); });
 }
 
 ssize_t writev(int fd, const iovec* iov, int cnt) {
-    Call h;
-    if (active(fd, h)) return conn_send(h, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
-    return count(fd, calls().writev(fd, iov, cnt), true);
+    return data_call(
+        fd, [&](Call& h) { return conn_send(h, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0); },
+        [&] { return count(fd, calls().writev(fd, iov, cnt), true); });
 }
 
 ssize_t send(int fd, const void* buf, size_t n, int flags) {
-    Call h;
-    if (active(fd, h)) return send_one(h, buf, n, flags);
-    return count(fd, calls().send(fd, buf, n, flags), true);
+    return data_call(
+        fd, [&](Call& h) { return send_one(h, buf, n, flags); },
+        [&] { return count(fd, calls().send(fd, buf, n, flags), true); });
 }
 
 ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
-    Call h;
-    if (active(fd, h)) return send_one(h, buf, n, flags);  // connected: addr ignored, as TCP does
-    return count(fd, calls().sendto(fd, buf, n, flags, addr, len), true);
+    return data_call(
+        fd, [&](Call& h) { return send_one(h, buf, n, flags); },  // connected: addr ignored, as TCP does
+        [&] { return count(fd, calls().sendto(fd, buf, n, flags, addr, len), true); });
 }
 
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
     if (msg && msg->msg_controllen) before_passing_fds(msg);
-    Call h;
-    if (active(fd, h)) return conn_send(h, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
-    return count(fd, calls().sendmsg(fd, msg, flags), true);
+    return data_call(
+        fd, [&](Call& h) { return conn_send(h, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE); },
+        [&] { return count(fd, calls().sendmsg(fd, msg, flags), true); });
 }
 
 ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t n) {
     shim::ErrnoKept kept;
-    Call h;
-    if (!active(out_fd, h)) return kept(count(out_fd, calls().sendfile(out_fd, in_fd, offset, n), true));
-    // The ring is user memory: copy through a buffer, as a read+send would.
-    char buf[65536];
-    size_t chunk = n < sizeof buf ? n : sizeof buf;
-    ssize_t got = offset ? pread(in_fd, buf, chunk, *offset) : calls().read(in_fd, buf, chunk);
-    if (got <= 0) return kept(got);
-    ssize_t sent = send_one(h, buf, static_cast<size_t>(got), 0);
-    if (sent > 0) {
-        if (offset) *offset += sent;
-        else if (sent < got) lseek(in_fd, sent - got, SEEK_CUR);
-    }
-    return kept(sent);
+    return kept(data_call(
+        out_fd,
+        [&](Call& h) -> ssize_t {
+            // The ring is user memory: copy through a buffer, as a read+send would.
+            char buf[65536];
+            size_t chunk = n < sizeof buf ? n : sizeof buf;
+            ssize_t got = offset ? pread(in_fd, buf, chunk, *offset) : calls().read(in_fd, buf, chunk);
+            if (got <= 0) return got;
+            ssize_t sent = send_one(h, buf, static_cast<size_t>(got), 0);
+            // The file's position moves by what was sent, nothing when nothing was
+            // (a restart reads those bytes again).
+            if (offset && sent > 0) *offset += sent;
+            else if (!offset && sent < got) {
+                const int e = errno;
+                lseek(in_fd, (sent > 0 ? sent : 0) - got, SEEK_CUR);
+                errno = e;
+            }
+            return sent;
+        },
+        [&] { return count(out_fd, calls().sendfile(out_fd, in_fd, offset, n), true); }));
 }
 
 ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t n) { return sendfile(out_fd, in_fd, offset, n); }

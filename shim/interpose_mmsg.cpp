@@ -29,76 +29,81 @@ int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
     shim::ErrnoKept kept;
     for (unsigned i = 0; msgs && i < vlen && i < UIO_MAXIOV; ++i)
         if (msgs[i].msg_hdr.msg_controllen) before_passing_fds(&msgs[i].msg_hdr);
-    Call h;
-    if (!active(fd, h)) {
+    auto through_shim = [&](Call& h) -> int {
+        const unsigned max = vlen > UIO_MAXIOV ? UIO_MAXIOV : vlen;  // the kernel's cap
+        if (max == 0) return 0;
+        unsigned done = 0;
+        for (; done < max; ++done) {
+            const msghdr& m = msgs[done].msg_hdr;
+            ssize_t n = conn_send(h, m.msg_iov, m.msg_iovlen, flags, EMSGSIZE);
+            if (n < 0) break;
+            msgs[done].msg_len = static_cast<unsigned>(n);
+            size_t want = 0;
+            for (size_t i = 0; i < m.msg_iovlen; ++i) want += m.msg_iov[i].iov_len;
+            if (static_cast<size_t>(n) < want) {  // a short send ends the batch
+                ++done;
+                break;
+            }
+        }
+        return done > 0 ? static_cast<int>(done) : -1;  // after one sent, a later error is lost
+    };
+    auto through_kernel = [&] {
         int r = calls().sendmmsg(fd, msgs, vlen, flags);
         for (int i = 0; i < r; ++i) count(fd, msgs[i].msg_len, true);
-        return kept(r);
-    }
-    if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;  // the kernel's cap
-    if (vlen == 0) return kept(0);
-    unsigned done = 0;
-    for (; done < vlen; ++done) {
-        const msghdr& m = msgs[done].msg_hdr;
-        ssize_t n = conn_send(h, m.msg_iov, m.msg_iovlen, flags, EMSGSIZE);
-        if (n < 0) break;
-        msgs[done].msg_len = static_cast<unsigned>(n);
-        size_t want = 0;
-        for (size_t i = 0; i < m.msg_iovlen; ++i) want += m.msg_iov[i].iov_len;
-        if (static_cast<size_t>(n) < want) {  // a short send ends the batch
-            ++done;
-            break;
-        }
-    }
-    return kept(done > 0 ? static_cast<int>(done) : -1);  // after one sent, a later error is lost
+        return r;
+    };
+    return kept(data_call(fd, through_shim, through_kernel));
 }
 
 int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout) {
     shim::ErrnoKept kept;
     if (flags & MSG_ERRQUEUE) return kept(calls().recvmmsg(fd, msgs, vlen, flags, timeout));  // io_path.hpp
-    Call h;
-    if (!active(fd, h)) {
-        int r = calls().recvmmsg(fd, msgs, vlen, flags, timeout);
-        for (int i = 0; i < r; ++i) count(fd, msgs[i].msg_len, false);
-        return kept(r);
-    }
-    if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L)) {
-        errno = EINVAL;
-        return -1;
-    }
-    const int64_t end = timeout ? now_ns() + timeout->tv_sec * 1000000000LL + timeout->tv_nsec : 0;
-    if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
-    if (vlen == 0) return kept(0);
-    unsigned done = 0;
-    int err = 0;
-    for (; done < vlen; ++done) {
-        msghdr& m = msgs[done].msg_hdr;
-        ssize_t n = conn_recv(h, m.msg_iov, m.msg_iovlen, flags & ~MSG_WAITFORONE, EMSGSIZE);
-        if (n < 0) {
-            err = errno;
-            break;
+    auto through_shim = [&](Call& h) -> int {
+        if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L)) {
+            errno = EINVAL;
+            return -1;
         }
-        m.msg_controllen = 0;
-        m.msg_flags = 0;
-        msgs[done].msg_len = static_cast<unsigned>(n);
-        if (flags & MSG_WAITFORONE) flags |= MSG_DONTWAIT;
-        // The timeout is looked at after each entry, not while one waits (recvmmsg(2) BUGS).
-        if (timeout) {
-            int64_t left = end - now_ns();
-            if (left < 0) left = 0;
-            timeout->tv_sec = left / 1000000000LL;
-            timeout->tv_nsec = left % 1000000000LL;
-            if (left == 0) {
-                ++done;
+        const int64_t end = timeout ? now_ns() + timeout->tv_sec * 1000000000LL + timeout->tv_nsec : 0;
+        const unsigned max = vlen > UIO_MAXIOV ? UIO_MAXIOV : vlen;
+        if (max == 0) return 0;
+        int each = flags & ~MSG_WAITFORONE;
+        unsigned done = 0;
+        int err = 0;
+        for (; done < max; ++done) {
+            msghdr& m = msgs[done].msg_hdr;
+            ssize_t n = conn_recv(h, m.msg_iov, m.msg_iovlen, each, EMSGSIZE);
+            if (n < 0) {
+                err = errno;
                 break;
             }
+            m.msg_controllen = 0;
+            m.msg_flags = 0;
+            msgs[done].msg_len = static_cast<unsigned>(n);
+            if (flags & MSG_WAITFORONE) each |= MSG_DONTWAIT;
+            // The timeout is looked at after each entry, not while one waits (recvmmsg(2) BUGS).
+            if (timeout) {
+                int64_t left = end - now_ns();
+                if (left < 0) left = 0;
+                timeout->tv_sec = left / 1000000000LL;
+                timeout->tv_nsec = left % 1000000000LL;
+                if (left == 0) {
+                    ++done;
+                    break;
+                }
+            }
         }
-    }
-    if (done == 0) {
-        errno = err;
-        return -1;
-    }
-    return kept(static_cast<int>(done));  // a later error (not EAGAIN) the kernel keeps for the next call: not kept
+        if (done == 0) {
+            errno = err;
+            return -1;
+        }
+        return static_cast<int>(done);  // a later error (not EAGAIN) the kernel keeps for the next call: not kept
+    };
+    auto through_kernel = [&] {
+        int r = calls().recvmmsg(fd, msgs, vlen, flags, timeout);
+        for (int i = 0; i < r; ++i) count(fd, msgs[i].msg_len, false);
+        return r;
+    };
+    return kept(data_call(fd, through_shim, through_kernel));
 }
 
 }  // extern "C"

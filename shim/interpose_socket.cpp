@@ -19,6 +19,7 @@
 #include "kernel_only.hpp"
 #include "registry.hpp"
 #include "shim_state.hpp"
+#include "signal_seen.hpp"
 #include "stat_hooks.hpp"
 #include "own_fd.hpp"
 
@@ -193,6 +194,7 @@ int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
 }
 
 int shutdown(int fd, int how) {
+    signals::HandlersAtReturn at_return;  // held back by the FIN's lock: they run once shutdown is done
     shim::ErrnoKept kept;
     auto s = fd_table().get(fd);
     if (s && s->conn && !s->conn->is_plain()) {

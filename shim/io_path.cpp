@@ -4,7 +4,6 @@
 
 #include "errno_keep.hpp"
 #include "iov_check.hpp"
-#include "real_calls.hpp"
 #include "stat_hooks.hpp"
 #include "thread_cancel.hpp"
 
@@ -15,11 +14,8 @@ Connection* active(int fd, Call& call) {
     auto s = fd_table().get(fd);
     if (!s || !s->conn || s->conn->is_plain() || !s->enter()) return nullptr;
     call.s = std::move(s);
-    call.fd = fd;
     return call.s->conn.get();
 }
-
-bool Call::still_named() const { return fd_table().contains(fd) && fd_table().get(fd) == s; }
 
 ssize_t count(int fd, ssize_t n, bool tx) {
     if (n > 0 && fd_table().contains(fd))
@@ -48,50 +44,19 @@ ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
 
 }  // namespace
 
-// One call through the connection, started again while its wait says the
-// kernel would restart it (ERESTART never leaves here). A number closed
-// meanwhile goes to the kernel, which answers for it as its restart would.
-template <class Op, class Kernel>
-ssize_t restartable(Call& c, Op op, Kernel kernel) {
-    if (!c.s) return kernel(c.fd);  // an earlier message of a batch found it closed
-    for (;;) {
-        ssize_t r = op(*c.s);
-        if (!(r < 0 && errno == ERESTART)) return r;
-        if (!c.still_named()) {
-            c.s->leave();  // the last call out of a closed socket releases it (Socket::leave)
-            c.s.reset();
-            return kernel(c.fd);
-        }
-    }
-}
-
 // recv and send are cancellation points (thread_cancel.hpp).
 ssize_t conn_recv(Call& c, const iovec* iov, size_t cnt, int flags, int too_many) {
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
-    auto op = [&](Socket& s) { return settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags); };
-    auto kernel = [&](int fd) {
-        msghdr mh{};
-        mh.msg_iov = const_cast<iovec*>(iov);
-        mh.msg_iovlen = cnt;
-        return count(fd, real::calls().recvmsg(fd, &mh, flags), false);
-    };
-    return span.leave(kept(restartable(c, op, kernel)));
+    return span.leave(kept(settled(*c.s, c.s->conn->recv(iov, static_cast<int>(cnt), flags), false, flags)));
 }
 
 ssize_t conn_send(Call& c, const iovec* iov, size_t cnt, int flags, int too_many) {
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
-    auto op = [&](Socket& s) { return settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true); };
-    auto kernel = [&](int fd) {
-        msghdr mh{};
-        mh.msg_iov = const_cast<iovec*>(iov);
-        mh.msg_iovlen = cnt;
-        return count(fd, real::calls().sendmsg(fd, &mh, flags), true);
-    };
-    return span.leave(kept(restartable(c, op, kernel)));
+    return span.leave(kept(settled(*c.s, c.s->conn->send(iov, static_cast<int>(cnt), flags), true)));
 }
 
 ssize_t recv_one(Call& c, void* buf, size_t n, int flags) {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "shim_state.hpp"
+#include "signal_seen.hpp"
 
 namespace rdmasock::shim {
 
@@ -17,10 +18,6 @@ namespace rdmasock::shim {
 // meanwhile never lets this call reach a reused fd number (Socket::calls).
 struct Call {
     std::shared_ptr<Socket> s;
-    int fd = -1;  // the number the application passed
-    // Whether that number still names this socket (a signal handler may have
-    // closed it while the call waited).
-    bool still_named() const;
     Call() = default;
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
@@ -37,12 +34,35 @@ Connection* active(int fd, Call& call);
 // Counts bytes of a tracked socket that stayed on TCP, for the statistics line.
 ssize_t count(int fd, ssize_t n, bool tx);
 
+// One data call on `fd`, as the kernel runs a system call: through the
+// connection (`shim_call(Call&)`) or, for an fd the shim does not carry, the
+// kernel (`kernel_call()`). Signal handlers held back meanwhile (the
+// connection's locks, signal_seen.hpp) run once the call has let go of the
+// socket; where its wait says the kernel would restart (ERESTART, which never
+// leaves here) it runs again from the top, the number looked up again: one
+// the handler closed answers EBADF, as the kernel's restart does.
+template <class ShimCall, class KernelCall>
+auto data_call(int fd, ShimCall&& shim_call, KernelCall&& kernel_call) -> decltype(kernel_call()) {
+    for (;;) {
+        decltype(kernel_call()) r;
+        int e;
+        {
+            signals::HandlersAtReturn at_return;
+            Call h;
+            if (!active(fd, h)) break;
+            r = shim_call(h);
+            e = errno;
+        }
+        if (!(r < 0 && e == ERESTART)) {
+            errno = e;
+            return r;
+        }
+    }
+    return kernel_call();
+}
+
 // Through the connection. More than IOV_MAX iovecs fails as in the kernel:
 // EINVAL for readv/writev, EMSGSIZE for the msghdr calls (`too_many`).
-// A wait that a signal handler with SA_RESTART interrupted starts the call
-// again from here, as the kernel's restart runs the system call again: the
-// handler has run by then (signal_seen.hpp), and a number it closed is
-// looked up again (EBADF).
 ssize_t conn_recv(Call& c, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
 ssize_t conn_send(Call& c, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
 ssize_t recv_one(Call& c, void* buf, size_t n, int flags);

@@ -165,6 +165,11 @@ bool any_shimmed(const pollfd* fds, nfds_t n) {
 }
 
 int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask) {
+    // Handlers run on the way out, as the kernel runs them after its poll (never
+    // restarted): one that ran during the spin and shut a socket down made poll
+    // report it ready where TCP's says EINTR (signal_seen.hpp). First, so that
+    // they run once everything below has let go.
+    signals::DeferHandlers held;
     PollWait w{fds, n, mask};
     for (nfds_t i = 0; i < n; ++i) {
         if (fds[i].fd < 0) continue;
@@ -178,10 +183,6 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
     if (w.t.empty() && w.sets.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     w.k.resize(n);
     cancel::Span span;  // a cancellation point (thread_cancel.hpp); the kernel's poll above is libc's
-    // Handlers run on the way out, as the kernel runs them after its poll: one
-    // that ran during the spin and shut a socket down made poll report it
-    // ready where TCP's says EINTR (signal_seen.hpp).
-    signals::DeferHandlers held;
     signals::MaskDuring app_mask(mask);
     return span.leave(wait::run(w, timeout_us, signals::seen()));
 }

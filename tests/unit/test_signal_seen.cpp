@@ -177,3 +177,78 @@ TEST_CASE("a signal between the sleep's last look and its system call cancels th
     CHECK(uc.uc_mcontext.gregs[REG_RIP] == reinterpret_cast<greg_t>(rdmasock_sleep_insn + 2));
 }
 #endif
+
+namespace {
+volatile sig_atomic_t g_blocked_inside = -1;  // SIGUSR1 blocked while the held-back handler ran
+volatile sig_atomic_t g_info_code = 0;
+void on_info_mask(int, siginfo_t* si, void*) {
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    g_blocked_inside = sigismember(&now, SIGUSR1);
+    g_info_code = si ? si->si_code : -1;
+    g_plain = g_plain + 1;
+}
+}  // namespace
+
+TEST_CASE("a handler held back by DeferHandlers runs when the last section ends, under its mask") {
+    KeepUsr1 keep;
+    struct sigaction sa{};
+    sa.sa_sigaction = on_info_mask;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    REQUIRE(signals::app_sigaction(SIGUSR1, &sa, nullptr) == 0);
+    g_plain = 0;
+    g_blocked_inside = -1;
+    const signals::Seen before = signals::seen();
+    {
+        signals::DeferHandlers outer;
+        {
+            signals::DeferHandlers inner;
+            CHECK(signals::deferring());
+            raise(SIGUSR1);
+            CHECK(g_plain == 0);              // held back
+            CHECK(signals::since(before));    // but counted: a wait ends on it
+        }
+        CHECK(g_plain == 0);  // the outer section still holds it
+        errno = EAGAIN;
+    }
+    CHECK(errno == EAGAIN);  // the call's errno survives the handler
+    CHECK(!signals::deferring());
+    CHECK(g_plain == 1);
+    CHECK(g_blocked_inside == 1);  // as the kernel blocks the signal during its handler
+    CHECK(g_info_code == SI_TKILL);
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    CHECK(!sigismember(&now, SIGUSR1));  // and unblocks it after
+}
+
+TEST_CASE("HandlersNow lets a handler run at once inside a held-back section") {
+    KeepUsr1 keep;
+    struct sigaction sa = handler_action(SA_RESTART);
+    REQUIRE(signals::app_sigaction(SIGUSR1, &sa, nullptr) == 0);
+    g_plain = 0;
+    signals::DeferHandlers section;
+    {
+        signals::HandlersNow now;
+        CHECK(!signals::deferring());
+        raise(SIGUSR1);
+        CHECK(g_plain == 1);
+    }
+    CHECK(signals::deferring());
+}
+
+TEST_CASE("inside an interposer (HandlersAtReturn) a held-back handler waits for the interposer's end") {
+    KeepUsr1 keep;
+    struct sigaction sa = handler_action(SA_RESTART);
+    REQUIRE(signals::app_sigaction(SIGUSR1, &sa, nullptr) == 0);
+    g_plain = 0;
+    {
+        signals::HandlersAtReturn call;
+        {
+            signals::DeferHandlers lock_held;
+            raise(SIGUSR1);
+        }
+        CHECK(g_plain == 0);  // the lock is let go, the call is not over
+    }
+    CHECK(g_plain == 1);
+}

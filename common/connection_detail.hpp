@@ -117,6 +117,16 @@ inline bool send_all_ours(const SocketOps& ops, int fd, const void* data, size_t
     return true;
 }
 
+// A nap of the hand-over while it waits for the peer's next call, which may be
+// long: signal handlers held back (signal_seen.hpp) run, and new ones run at
+// once, as they did before (an exit() in a SIGINT handler must not wait for
+// an idle peer).
+template <class F>
+void nap_for_peer(F&& nap) {
+    signals::HandlersNow now;
+    nap();
+}
+
 // Phases in which this side holds rings (and an eventfd on the side-channel path).
 inline bool has_rings(Phase p) { return p == Phase::upgraded || p == Phase::rv_accepted; }
 // The handshake is over, one way or the other: nothing left to progress.

@@ -267,7 +267,7 @@ bool Connection::hand_over(const char* why) {
         if (tx_back() && state(*rc) != kRing) break;
         if (peer_reset_.load()) return false;  // a busy word stayed taken: reset
         wake_local();
-        usleep(200);
+        nap_for_peer([] { usleep(200); });
     }
     if (state(*rc) != kBack) {
         // The peer's part: it takes back at its next look at the connection.
@@ -275,7 +275,7 @@ bool Connection::hand_over(const char* why) {
         int64_t next_note = start + 5000000;
         while (state(*rc) != kBack) {
             pollfd p[2] = {{transport_->wake_fd(), POLLIN, 0}, {fd_, POLLRDHUP, 0}};
-            ops_.poll(p, 2, 100);
+            nap_for_peer([&] { ops_.poll(p, 2, 100); });
             if (p[0].revents & POLLIN) transport_->drain_wake();
             if (state(*rc) == kBack) break;
             if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {

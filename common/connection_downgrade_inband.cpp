@@ -173,10 +173,10 @@ bool Connection::hand_over_in_band(const char* why) {
         if (state(*rc) != kBack) {
             // The peer's marker comes at its next look at the connection.
             pollfd p{fd_, POLLIN, 0};
-            ops_.poll(&p, 1, 100);
+            nap_for_peer([&] { ops_.poll(&p, 1, 100); });
             drain_if_free();
         } else {
-            usleep(200);  // a writer of ours is taking back
+            nap_for_peer([] { usleep(200); });  // a writer of ours is taking back
         }
         if (now_us() >= next_note) {
             RS_LOG(warn, "fd %d: still waiting for the peer's back marker (%s); it answers at its next call", fd_, why);

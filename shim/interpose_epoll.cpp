@@ -5,6 +5,7 @@
 
 #include "errno_keep.hpp"
 #include "epoll_sets.hpp"
+#include "signal_seen.hpp"
 #include "real_calls.hpp"
 
 extern "C" {
@@ -24,6 +25,7 @@ int epoll_create1(int flags) {
 }
 
 int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
+    rdmasock::signals::DeferHandlers held;  // a handler's close waits for no lock this call holds
     rdmasock::shim::ErrnoKept kept;
     return kept(rdmasock::shim::epoll_ctl_impl(epfd, op, fd, ev));
 }

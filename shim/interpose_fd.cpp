@@ -79,6 +79,7 @@ int close(int fd) {
     if (!in_vfork_child()) {
         cancel::point_at_entry();  // a pending pthread_cancel: nothing is closed (libc's close acts there too)
         if (is_own_fd(fd)) return not_opened();
+        signals::DeferHandlers held;  // a handler that closes too would wait for the locks this close holds
         forget_fd(fd);
     }
     return kept(calls().close(fd));

@@ -150,7 +150,11 @@ TEST_CASE("a shield keeps a pending request from acting inside, and nests", "[ca
     REQUIRE(pthread_create(&t, nullptr, [](void* arg) -> void* {
         auto* s = static_cast<Shielded*>(arg);
         pthread_cleanup_push(forget_stack, nullptr);
+        // usleep is a cancellation point: the request, sent meanwhile, waits
+        // (it acted here whenever it came before `go`, as under ThreadSanitizer).
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, nullptr);
         while (!s->go.load()) usleep(1000);
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, nullptr);
         {
             cancel::Shield outer;
             {

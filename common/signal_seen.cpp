@@ -33,13 +33,7 @@ struct Held {
     int flags;      // its sa_flags (SA_NODEFER)
 };
 constexpr uint32_t kMaxHeld = 4;  // more in one section: the rest run at once, as before
-struct Deferral {
-    volatile uint32_t depth;  // sections open (DeferHandlers, SideLock holders)
-    volatile uint32_t outer;  // interposers that will run them (HandlersAtReturn)
-    volatile uint32_t held;
-    Held q[kMaxHeld];
-};
-__thread Deferral tls_defer __attribute__((tls_model("initial-exec")));
+__thread Held tls_held[kMaxHeld] __attribute__((tls_model("initial-exec")));
 
 // The application's handler of one signal (handler_slots.hpp).
 struct Handler {
@@ -111,9 +105,9 @@ void on_signal(int sig, siginfo_t* si, void* uc) {
     // A signal between a wait's last look and its kernel sleep: that sleep
     // must not begin (it returns EINTR instead).
     sleep::cancel_entry(uc);
-    Deferral& d = tls_defer;
+    held::Counts& d = held::tls_counts;
     if (d.depth > 0 && d.held < kMaxHeld && known) {
-        Held& e = d.q[d.held];
+        Held& e = tls_held[d.held];
         e.sig = sig;
         e.info = *si;
         e.mask = k.sa_mask;
@@ -126,17 +120,27 @@ void on_signal(int sig, siginfo_t* si, void* uc) {
     run_handler(sig, si, uc);
 }
 
-// The held-back deliveries, oldest first, each under the mask the kernel
-// would have set for it. A handler that calls into the shim again may hold
-// back new ones; they queue behind and run in this loop.
-void run_held() {
-    Deferral& d = tls_defer;
+}  // namespace
+
+Seen seen() { return {tls_counters.delivered, tls_counters.interrupting}; }
+
+bool since(const Seen& before) { return tls_counters.delivered != before.delivered; }
+
+namespace held {
+
+__thread Counts tls_counts __attribute__((tls_model("initial-exec")));
+
+// Each under the mask the kernel would have set for it. A handler that calls
+// into the shim again may hold back new ones; they queue behind and run in
+// this loop.
+void run() {
+    Counts& d = tls_counts;
     const int saved = errno;
     while (d.held > 0 && d.depth == 0) {
-        Held e = d.q[0];
+        Held e = tls_held[0];
         // Taken out before it runs; the queue only moves while depth is 0 here,
         // and a delivery meanwhile runs at once (depth 0), never touching it.
-        for (uint32_t i = 1; i < d.held; ++i) d.q[i - 1] = d.q[i];
+        for (uint32_t i = 1; i < d.held; ++i) tls_held[i - 1] = tls_held[i];
         d.held = d.held - 1;
         sigset_t block = e.mask, old;
         if (!(e.flags & SA_NODEFER)) sigaddset(&block, e.sig);
@@ -149,37 +153,17 @@ void run_held() {
     errno = saved;
 }
 
-}  // namespace
+}  // namespace held
 
-Seen seen() { return {tls_counters.delivered, tls_counters.interrupting}; }
-
-bool since(const Seen& before) { return tls_counters.delivered != before.delivered; }
-
-void defer_begin() { tls_defer.depth = tls_defer.depth + 1; }
-
-void defer_end() {
-    tls_defer.depth = tls_defer.depth - 1;
-    if (tls_defer.depth == 0 && tls_defer.outer == 0 && tls_defer.held > 0) run_held();
-}
-
-bool deferring() { return tls_defer.depth > 0; }
-
-HandlersAtReturn::HandlersAtReturn() { tls_defer.outer = tls_defer.outer + 1; }
-
-HandlersAtReturn::~HandlersAtReturn() {
-    tls_defer.outer = tls_defer.outer - 1;
-    if (tls_defer.depth == 0 && tls_defer.outer == 0 && tls_defer.held > 0) run_held();
-}
-
-HandlersNow::HandlersNow() : depth(tls_defer.depth), outer(tls_defer.outer) {
-    tls_defer.depth = 0;
-    tls_defer.outer = 0;
-    if (tls_defer.held > 0) run_held();
+HandlersNow::HandlersNow() : depth(held::tls_counts.depth), outer(held::tls_counts.outer) {
+    held::tls_counts.depth = 0;
+    held::tls_counts.outer = 0;
+    if (held::tls_counts.held > 0) held::run();
 }
 
 HandlersNow::~HandlersNow() {
-    tls_defer.depth = depth;
-    tls_defer.outer = outer;
+    held::tls_counts.depth = depth;
+    held::tls_counts.outer = outer;
 }
 
 const volatile uint32_t* delivered_counter() { return &tls_counters.delivered; }

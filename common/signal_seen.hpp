@@ -66,8 +66,29 @@ bool wrapped(int sig);
 // A wait that would restart after such a handler ends instead
 // (Connection::Wait::restart): the interposer runs the handler, then the
 // call again from the top, as the kernel's restart does.
-void defer_begin();
-void defer_end();  // the last one out runs what was held back (unless an interposer will)
+namespace held {
+// This thread's sections (DeferHandlers, SideLock holders), interposers that
+// will run what is held back (HandlersAtReturn), and how much is. Inline:
+// every data call and every lock passes here.
+struct Counts {
+    volatile uint32_t depth;
+    volatile uint32_t outer;
+    volatile uint32_t held;
+};
+extern __thread Counts tls_counts __attribute__((tls_model("initial-exec")));
+void run();  // the held-back handlers, oldest first
+inline void run_if_due() {
+    const Counts& c = tls_counts;
+    if (c.depth == 0 && c.outer == 0 && c.held > 0) run();
+}
+}  // namespace held
+
+inline void defer_begin() { held::tls_counts.depth = held::tls_counts.depth + 1; }
+// The last one out runs what was held back (unless an interposer will).
+inline void defer_end() {
+    held::tls_counts.depth = held::tls_counts.depth - 1;
+    held::run_if_due();
+}
 struct DeferHandlers {
     DeferHandlers() { defer_begin(); }
     ~DeferHandlers() { defer_end(); }
@@ -75,12 +96,15 @@ struct DeferHandlers {
     DeferHandlers& operator=(const DeferHandlers&) = delete;
 };
 // Whether this thread holds handlers back now.
-bool deferring();
+inline bool deferring() { return held::tls_counts.depth > 0; }
 // An interposer's whole call: handlers held back inside it run when it ends,
 // after every lock and reference of the shim is given back.
 struct HandlersAtReturn {
-    HandlersAtReturn();
-    ~HandlersAtReturn();
+    HandlersAtReturn() { held::tls_counts.outer = held::tls_counts.outer + 1; }
+    ~HandlersAtReturn() {
+        held::tls_counts.outer = held::tls_counts.outer - 1;
+        held::run_if_due();
+    }
     HandlersAtReturn(const HandlersAtReturn&) = delete;
     HandlersAtReturn& operator=(const HandlersAtReturn&) = delete;
 };

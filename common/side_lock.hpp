@@ -30,14 +30,17 @@ public:
 
     // A holder's signal handlers wait until it lets go (signals::DeferHandlers):
     // one that sent on this connection would wait for this lock for good.
+    // (lock() may wait long for another thread's blocking kernel recv: its
+    // handlers run meanwhile, and are held back only once it holds the lock.)
     void lock() {
         m_.lock();
         signals::defer_begin();
     }
     bool try_lock() {
-        if (!m_.try_lock()) return false;
-        signals::defer_begin();
-        return true;
+        signals::defer_begin();  // before: no instant in which the lock is ours and a handler runs
+        if (m_.try_lock()) return true;
+        signals::defer_end();
+        return false;
     }
     void unlock() {
         m_.unlock();

@@ -102,6 +102,7 @@ bool Connection::abortive_close() const {
 // High numbers, so the application's next open still gets the number it expects
 // (own_fd.hpp).
 bool Connection::keep_own_fd() {
+    signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
     std::lock_guard<std::mutex> lk(fd_mu_);
     if (own_fd_) return true;
     int d = dup_own_fd(fd_);
@@ -131,6 +132,7 @@ void Connection::retire_fd() {
         if (phase() == Phase::upgraded && !shut_wr_) end_stream_locked();
         if (phase() == Phase::upgraded) transport_->flush_sends(1000);
     }
+    signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
     std::lock_guard<std::mutex> lk(fd_mu_);
     if (own_fd_) {
         close_own_fd(fd_);

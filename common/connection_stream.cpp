@@ -8,6 +8,7 @@
 #include "log.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
+#include "thread_cancel.hpp"
 
 namespace rdmasock {
 
@@ -344,7 +345,11 @@ ssize_t Connection::recv_nothing(bool nb) {
         return 0;
     }
     if (nb) return errno = EAGAIN, -1;
-    wait_for(queued, true, timeout_for(false));
+    const Wait res = wait_for(queued, true, timeout_for(false));
+    // A pthread_cancel request ended the wait: EINTR, on which the interposer
+    // acts (thread_cancel.hpp), as glibc's recv is a cancellation point for
+    // no bytes too.
+    if (res == Wait::interrupted && cancel::pending()) return errno = EINTR, -1;
     return 0;
 }
 

@@ -4,5 +4,5 @@
 # connection stays whole, a disabled cancellation leaves the calls alone, and a request
 # made before a call acts at its entry. Same transcript over plain TCP and under the shim.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
-compare_transcripts "$BUILD/cancel_check" client 9 server 9
+compare_transcripts "$BUILD/cancel_check" client 10 server 10
 it_finish

@@ -86,6 +86,8 @@ void* block_in(void* arg) {
     const std::string call = b->call;
     if (call == "recv") {
         r = recv(b->fd, buf, sizeof buf, 0);
+    } else if (call == "recv of 0 bytes") {
+        r = recv(b->fd, buf, 0, 0);  // waits once in the kernel too
     } else if (call == "read") {
         r = read(b->fd, buf, sizeof buf);
     } else if (call == "poll") {
@@ -308,7 +310,7 @@ int main() {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     sockaddr_in a{};
     g_listener = check::listen_local(a);
-    for (const char* call : {"recv", "read", "poll", "select", "epoll_wait"}) cancel_asleep(call);
+    for (const char* call : {"recv", "recv of 0 bytes", "read", "poll", "select", "epoll_wait"}) cancel_asleep(call);
     cancel_sender();
     cancel_disabled();
     cancel_pending();

@@ -30,7 +30,7 @@ extern "C" {
 // (sock_read_iter); recv() of none asks (Connection::recv_nothing).
 ssize_t read(int fd, void* buf, size_t n) {
     return data_call(
-        fd, [&](Call& h) { return n == 0 ? 0 : recv_one(h, buf, n, 0); },
+        fd, [&](Socket& s) { return n == 0 ? 0 : recv_one(s, buf, n, 0); },
         [&] { return count(fd, calls().read(fd, buf, n), false); });
 }
 
@@ -42,9 +42,9 @@ ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
 ssize_t readv(int fd, const iovec* iov, int cnt) {
     return data_call(
         fd,
-        [&](Call& h) -> ssize_t {
+        [&](Socket& s) -> ssize_t {
             if (cnt >= 0 && cnt <= IOV_MAX && (cnt == 0 || iov) && no_bytes(iov, cnt)) return 0;
-            return conn_recv(h, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
+            return conn_recv(s, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
         },
         [&] { return count(fd, calls().readv(fd, iov, cnt), false); });
 }
@@ -52,7 +52,7 @@ ssize_t readv(int fd, const iovec* iov, int cnt) {
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
     if (flags & MSG_ERRQUEUE) return calls().recv(fd, buf, n, flags);  // the kernel socket's queue (io_path.hpp)
     return data_call(
-        fd, [&](Call& h) { return recv_one(h, buf, n, flags); },
+        fd, [&](Socket& s) { return recv_one(s, buf, n, flags); },
         [&] { return count(fd, calls().recv(fd, buf, n, flags), false); });
 }
 
@@ -64,7 +64,7 @@ ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
 ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
     if (flags & MSG_ERRQUEUE) return calls().recvfrom(fd, buf, n, flags, addr, len);
     return data_call(
-        fd, [&](Call& h) { return recv_one(h, buf, n, flags); },  // TCP leaves addr untouched
+        fd, [&](Socket& s) { return recv_one(s, buf, n, flags); },  // TCP leaves addr untouched
         [&] { return count(fd, calls().recvfrom(fd, buf, n, flags, addr, len), false); });
 }
 
@@ -77,8 +77,8 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
     if (flags & MSG_ERRQUEUE) return calls().recvmsg(fd, msg, flags);
     return data_call(
         fd,
-        [&](Call& h) {
-            ssize_t r = conn_recv(h, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
+        [&](Socket& s) {
+            ssize_t r = conn_recv(s, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
             if (r >= 0) {
                 msg->msg_controllen = 0;
                 msg->msg_flags = 0;
@@ -90,31 +90,31 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
 
 ssize_t write(int fd, const void* buf, size_t n) {
     return data_call(
-        fd, [&](Call& h) { return send_one(h, buf, n, 0); }, [&] { return count(fd, calls().write(fd, buf, n), true); });
+        fd, [&](Socket& s) { return send_one(s, buf, n, 0); }, [&] { return count(fd, calls().write(fd, buf, n), true); });
 }
 
 ssize_t writev(int fd, const iovec* iov, int cnt) {
     return data_call(
-        fd, [&](Call& h) { return conn_send(h, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0); },
+        fd, [&](Socket& s) { return conn_send(s, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0); },
         [&] { return count(fd, calls().writev(fd, iov, cnt), true); });
 }
 
 ssize_t send(int fd, const void* buf, size_t n, int flags) {
     return data_call(
-        fd, [&](Call& h) { return send_one(h, buf, n, flags); },
+        fd, [&](Socket& s) { return send_one(s, buf, n, flags); },
         [&] { return count(fd, calls().send(fd, buf, n, flags), true); });
 }
 
 ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t len) {
     return data_call(
-        fd, [&](Call& h) { return send_one(h, buf, n, flags); },  // connected: addr ignored, as TCP does
+        fd, [&](Socket& s) { return send_one(s, buf, n, flags); },  // connected: addr ignored, as TCP does
         [&] { return count(fd, calls().sendto(fd, buf, n, flags, addr, len), true); });
 }
 
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
     if (msg && msg->msg_controllen) before_passing_fds(msg);
     return data_call(
-        fd, [&](Call& h) { return conn_send(h, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE); },
+        fd, [&](Socket& s) { return conn_send(s, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE); },
         [&] { return count(fd, calls().sendmsg(fd, msg, flags), true); });
 }
 
@@ -122,13 +122,13 @@ ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t n) {
     shim::ErrnoKept kept;
     return kept(data_call(
         out_fd,
-        [&](Call& h) -> ssize_t {
+        [&](Socket& s) -> ssize_t {
             // The ring is user memory: copy through a buffer, as a read+send would.
             char buf[65536];
             size_t chunk = n < sizeof buf ? n : sizeof buf;
             ssize_t got = offset ? pread(in_fd, buf, chunk, *offset) : calls().read(in_fd, buf, chunk);
             if (got <= 0) return got;
-            ssize_t sent = send_one(h, buf, static_cast<size_t>(got), 0);
+            ssize_t sent = send_one(s, buf, static_cast<size_t>(got), 0);
             // The file's position moves by what was sent, nothing when nothing was
             // (a restart reads those bytes again).
             if (offset && sent > 0) *offset += sent;

@@ -29,13 +29,13 @@ int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
     shim::ErrnoKept kept;
     for (unsigned i = 0; msgs && i < vlen && i < UIO_MAXIOV; ++i)
         if (msgs[i].msg_hdr.msg_controllen) before_passing_fds(&msgs[i].msg_hdr);
-    auto through_shim = [&](Call& h) -> int {
+    auto through_shim = [&](Socket& s) -> int {
         const unsigned max = vlen > UIO_MAXIOV ? UIO_MAXIOV : vlen;  // the kernel's cap
         if (max == 0) return 0;
         unsigned done = 0;
         for (; done < max; ++done) {
             const msghdr& m = msgs[done].msg_hdr;
-            ssize_t n = conn_send(h, m.msg_iov, m.msg_iovlen, flags, EMSGSIZE);
+            ssize_t n = conn_send(s, m.msg_iov, m.msg_iovlen, flags, EMSGSIZE);
             if (n < 0) break;
             msgs[done].msg_len = static_cast<unsigned>(n);
             size_t want = 0;
@@ -58,7 +58,7 @@ int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
 int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout) {
     shim::ErrnoKept kept;
     if (flags & MSG_ERRQUEUE) return kept(calls().recvmmsg(fd, msgs, vlen, flags, timeout));  // io_path.hpp
-    auto through_shim = [&](Call& h) -> int {
+    auto through_shim = [&](Socket& s) -> int {
         if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L)) {
             errno = EINVAL;
             return -1;
@@ -71,7 +71,7 @@ int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout)
         int err = 0;
         for (; done < max; ++done) {
             msghdr& m = msgs[done].msg_hdr;
-            ssize_t n = conn_recv(h, m.msg_iov, m.msg_iovlen, each, EMSGSIZE);
+            ssize_t n = conn_recv(s, m.msg_iov, m.msg_iovlen, each, EMSGSIZE);
             if (n < 0) {
                 err = errno;
                 break;

@@ -45,28 +45,28 @@ ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
 }  // namespace
 
 // recv and send are cancellation points (thread_cancel.hpp).
-ssize_t conn_recv(Call& c, const iovec* iov, size_t cnt, int flags, int too_many) {
+ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
-    return span.leave(kept(settled(*c.s, c.s->conn->recv(iov, static_cast<int>(cnt), flags), false, flags)));
+    return span.leave(kept(settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags)));
 }
 
-ssize_t conn_send(Call& c, const iovec* iov, size_t cnt, int flags, int too_many) {
+ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
-    return span.leave(kept(settled(*c.s, c.s->conn->send(iov, static_cast<int>(cnt), flags), true)));
+    return span.leave(kept(settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true)));
 }
 
-ssize_t recv_one(Call& c, void* buf, size_t n, int flags) {
+ssize_t recv_one(Socket& s, void* buf, size_t n, int flags) {
     iovec v{buf, n};
-    return conn_recv(c, &v, 1, flags);
+    return conn_recv(s, &v, 1, flags);
 }
 
-ssize_t send_one(Call& c, const void* buf, size_t n, int flags) {
+ssize_t send_one(Socket& s, const void* buf, size_t n, int flags) {
     iovec v{const_cast<void*>(buf), n};
-    return conn_send(c, &v, 1, flags);
+    return conn_send(s, &v, 1, flags);
 }
 
 }  // namespace rdmasock::shim

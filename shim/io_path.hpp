@@ -35,7 +35,7 @@ Connection* active(int fd, Call& call);
 ssize_t count(int fd, ssize_t n, bool tx);
 
 // One data call on `fd`, as the kernel runs a system call: through the
-// connection (`shim_call(Call&)`) or, for an fd the shim does not carry, the
+// connection (`shim_call(Socket&)`, the socket held for the call) or, for an fd the shim does not carry, the
 // kernel (`kernel_call()`). Signal handlers held back meanwhile (the
 // connection's locks, signal_seen.hpp) run once the call has let go of the
 // socket; where its wait says the kernel would restart (ERESTART, which never
@@ -50,7 +50,7 @@ auto data_call(int fd, ShimCall&& shim_call, KernelCall&& kernel_call) -> declty
             signals::HandlersAtReturn at_return;
             Call h;
             if (!active(fd, h)) break;
-            r = shim_call(h);
+            r = shim_call(*h.s);
             e = errno;
         }
         if (!(r < 0 && e == ERESTART)) {
@@ -63,10 +63,10 @@ auto data_call(int fd, ShimCall&& shim_call, KernelCall&& kernel_call) -> declty
 
 // Through the connection. More than IOV_MAX iovecs fails as in the kernel:
 // EINVAL for readv/writev, EMSGSIZE for the msghdr calls (`too_many`).
-ssize_t conn_recv(Call& c, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
-ssize_t conn_send(Call& c, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
-ssize_t recv_one(Call& c, void* buf, size_t n, int flags);
-ssize_t send_one(Call& c, const void* buf, size_t n, int flags);
+ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
+ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many = EINVAL);
+ssize_t recv_one(Socket& s, void* buf, size_t n, int flags);
+ssize_t send_one(Socket& s, const void* buf, size_t n, int flags);
 // A message passing fds (SCM_RIGHTS): each carried connection among them goes
 // back to TCP first (interpose_handover.cpp).
 void before_passing_fds(const msghdr* msg);

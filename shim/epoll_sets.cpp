@@ -1,5 +1,6 @@
 #include "epoll_sets.hpp"
 
+#include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ namespace {
 constexpr uint64_t kTag = 0xfeed5ec000000000ull;  // kernel-half addresses: never an app pointer
 constexpr uint64_t kWakeTag = 0xfeed5ed000000000ull;  // a transport's eventfd doorbell
 constexpr uint64_t kReadyTag = 0xfeed5ee000000000ull;  // the set's own eventfd (expose)
+constexpr uint64_t kNestTag = 0xfeed5ef000000000ull;   // a set registered in this one (confirm_nested)
 constexpr uint64_t kTagMask = 0xfffffff000000000ull;
 constexpr uint32_t kReadiness = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI;
 
@@ -58,6 +60,18 @@ struct Interest {
     bool inherited = false;
 };
 
+struct EpollSet;
+
+// A set registered in another (its fd in the outer set's kernel half, under
+// kNestTag | fd; the app's events and data word are kept here).
+struct Nested {
+    int fd = -1;
+    std::shared_ptr<EpollSet> set;
+    uint32_t events = 0;
+    epoll_data_t data{};
+    bool tagged = false;  // registered under kNestTag (else the app's data word)
+};
+
 struct EpollSet {
     std::mutex mu;
     int epfd = -1;
@@ -72,7 +86,7 @@ struct EpollSet {
     // Nesting (expose, below): the sets registered in this one, which a wait on
     // this one exposes first; and this set's eventfd in its own kernel half,
     // raised while a ring-driven member is ready.
-    std::vector<std::pair<int, std::shared_ptr<EpollSet>>> nested;
+    std::vector<Nested> nested;
     int ready_fd = -1;
     bool ready_raised = false;
     uint64_t raised_sig = 0;    // what was ready when it was last raised (a change is a new edge)
@@ -289,8 +303,8 @@ Exposed expose_nested(EpollSet& inner, int depth);
 // those whose fd was closed are let go.
 Exposed expose_sets_inside(EpollSet& set, int depth) {
     Exposed r;
-    std::erase_if(set.nested, [](const auto& n) { return n.second->retired.load(); });
-    for (auto& [fd, inner] : set.nested) r.merge(expose_nested(*inner, depth));
+    std::erase_if(set.nested, [](const Nested& n) { return n.set->retired.load(); });
+    for (auto& n : set.nested) r.merge(expose_nested(*n.set, depth));
     return r;
 }
 
@@ -374,6 +388,92 @@ Exposed expose_nested(EpollSet& inner, int depth) {
     return expose_locked(inner, depth);
 }
 
+// ---------------------------------------------------------------- confirming a set's readiness
+//
+// The kernel reads an exposed set's fd as ready when any fd of its kernel half
+// is, a member's doorbell included. A doorbell may ring for nothing the program
+// waits for: over RDMA every arrival is a completion, raised for bytes a re-check
+// already saw (and the program since read) or for the peer's word that it
+// consumed what we sent. So before the kernel's "ready" for a set's fd reaches
+// the program, the doorbells that rang are drained, their members looked at
+// again, and the kernel asked again; what still reads ready is real.
+
+bool kernel_reads(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return real::calls().poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+bool confirm_locked(EpollSet& set, int depth);
+
+// Drains the doorbells of `set` (and of the sets inside it) that rang; whether
+// any had.
+bool drain_rung(EpollSet& set, int depth) {
+    std::vector<pollfd> p;
+    std::vector<Interest*> who;
+    for (auto& [fd, in] : set.fds)
+        if (in.wake_fd >= 0 && in.sock->conn && !in.inherited) p.push_back({in.wake_fd, POLLIN, 0}), who.push_back(&in);
+    bool rung = false;
+    if (!p.empty() && real::calls().poll(p.data(), static_cast<nfds_t>(p.size()), 0) > 0)
+        for (size_t i = 0; i < p.size(); ++i) {
+            if (!(p[i].revents & POLLIN)) continue;
+            rung = true;
+            Interest& in = *who[i];
+            if (in.cold) {
+                warm(set, in, true);  // its drain is the set's: end_sleep drains
+            } else {
+                Connection& c = *in.sock->conn;
+                c.end_sleep(c.try_begin_sleep());  // busy: its owner drains it
+            }
+        }
+    for (auto& n : set.nested) {
+        if (depth >= kMaxNesting || n.set->retired || !kernel_reads(n.set->epfd)) continue;
+        std::unique_lock<std::mutex> lk(n.set->mu, std::try_to_lock);
+        if (lk.owns_lock() && !confirm_locked(*n.set, depth + 1)) rung = true;
+    }
+    return rung;
+}
+
+// Whether the set's fd reads ready for something the program would get.
+bool confirm_locked(EpollSet& set, int depth) {
+    for (int round = 0; round < 4; ++round) {
+        if (set.retired) return true;
+        if (expose_locked(set, depth).ready) return true;  // also re-cools what drain_rung warmed
+        if (!kernel_reads(set.epfd)) return false;
+        if (!drain_rung(set, depth)) return kernel_reads(set.epfd);  // an fd of the program's
+    }
+    return true;
+}
+
+// The kernel reported a nested set's fd: confirm it (a set another thread is in
+// is taken as the kernel says).
+bool confirm_nested(EpollSet& inner, int depth) {
+    if (depth > kMaxNesting) return true;
+    std::unique_lock<std::mutex> lk(inner.mu, std::try_to_lock);
+    return !lk.owns_lock() || confirm_locked(inner, depth);
+}
+
+// A nested set's event in an outer set's kernel answer: the app's data word, or
+// nothing if the set is gone or its readiness was only doorbells.
+bool take_nested(EpollSet& outer, int depth, epoll_event& ev) {
+    const int fd = static_cast<int>(ev.data.u64 & ~kTagMask);
+    auto it = std::find_if(outer.nested.begin(), outer.nested.end(), [fd](const Nested& n) { return n.fd == fd; });
+    if (it == outer.nested.end()) return false;
+    if ((ev.events & EPOLLIN) && !confirm_nested(*it->set, depth)) {
+        ev.events &= ~(EPOLLIN | EPOLLRDNORM);
+        if (!(ev.events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+            // The kernel disabled a oneshot registration for what was no event.
+            if (it->events & EPOLLONESHOT) {
+                epoll_event kev{it->events, {}};
+                kev.data.u64 = kNestTag | static_cast<uint64_t>(fd);
+                real::calls().epoll_ctl(outer.epfd, EPOLL_CTL_MOD, fd, &kev);
+            }
+            return false;
+        }
+    }
+    ev.data = it->data;
+    return true;
+}
+
 // wait_engine hooks for epoll_wait on a set that holds ring-driven interests.
 struct EpollWait {
     int epfd;
@@ -403,6 +503,10 @@ struct EpollWait {
             const uint64_t tag = k[i].data.u64 & kTagMask;
             if (tag == kReadyTag) {
                 ready_seen = true;  // the scan finds what raised it; check() lowers it once nothing is ready
+                continue;
+            }
+            if (tag == kNestTag) {
+                if (take_nested(set, 1, k[i])) out[n++] = k[i];
                 continue;
             }
             if (tag != kTag && tag != kWakeTag) {
@@ -573,6 +677,10 @@ int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int max) 
     int n = 0;
     for (int i = 0; i < nk && n < max; ++i) {
         if ((k[i].data.u64 & kTagMask) == kReadyTag) lower_ready(set);
+        if ((k[i].data.u64 & kTagMask) == kNestTag) {
+            if (take_nested(set, 1, k[i])) out[n++] = k[i];
+            continue;
+        }
         if ((k[i].data.u64 & kTagMask) == kWakeTag || (k[i].data.u64 & kTagMask) == kReadyTag) continue;
         if ((k[i].data.u64 & kTagMask) != kTag) {
             out[n++] = k[i];
@@ -623,22 +731,36 @@ bool made_here(int fd) {
     return g_made->count(fd) != 0;
 }
 
-// A set registered in another: a wait on the outer one exposes it. Recorded for
-// any epoll fd, as a set may get its first shimmed socket after it was nested.
-void note_nested(int epfd, int fd, uint32_t events, bool added) {
+// A set registered in another (EPOLL_CTL_ADD/MOD of `fd` in epfd): a wait on the
+// outer one exposes it and confirms what the kernel reports of it. Recorded for
+// any epoll fd this process made, as a set may get its first shimmed socket
+// after it was nested; any other fd is registered as the app asked.
+int nest_ctl(int epfd, int op, int fd, const epoll_event& ev) {
     auto inner = find_set(fd, false);
-    if (!inner) {
-        if (!added || !made_here(fd)) return;  // (a MOD: only of a set already noted)
-        inner = find_set(fd, true);
-    }
-    if (events & EPOLLET) {
+    if (!inner && op == EPOLL_CTL_ADD && made_here(fd)) inner = find_set(fd, true);
+    if (!inner || fd == epfd) return real::calls().epoll_ctl(epfd, op, fd, const_cast<epoll_event*>(&ev));
+    if (ev.events & EPOLLET) {
         std::lock_guard<std::mutex> lk(inner->mu);
         inner->edge_watched = true;
     }
     auto outer = find_set(epfd, true);
+    // Recorded before the kernel has it, so that no wait sees its tag unknown.
     std::lock_guard<std::mutex> lk(outer->mu);
-    std::erase_if(outer->nested, [fd](const auto& n) { return n.first == fd; });
-    outer->nested.emplace_back(fd, std::move(inner));
+    auto it = std::find_if(outer->nested.begin(), outer->nested.end(), [fd](const Nested& n) { return n.fd == fd; });
+    const bool had = it != outer->nested.end();
+    const Nested before = had ? *it : Nested{};
+    if (!had) it = outer->nested.insert(outer->nested.end(), Nested{});
+    *it = Nested{fd, inner, ev.events, ev.data, true};
+    epoll_event kev{ev.events, {}};
+    kev.data.u64 = kNestTag | static_cast<uint64_t>(fd);
+    int r = real::calls().epoll_ctl(epfd, op, fd, &kev);
+    if (r != 0) {
+        const int saved = errno;
+        if (had) *it = before;
+        else outer->nested.erase(it);
+        errno = saved;
+    }
+    return r;
 }
 
 }  // namespace
@@ -657,6 +779,11 @@ Exposed expose_set(int epfd) {
     return expose_locked(*set, 1);
 }
 
+bool confirm_set_ready(int epfd) {
+    auto set = find_set(epfd, false);
+    return !set || confirm_nested(*set, 1);
+}
+
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     auto sock = fd_table().contains(fd) ? fd_table().get(fd) : nullptr;
     if (!sock || sock->listening || op == EPOLL_CTL_DEL) {
@@ -664,11 +791,10 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
             if (auto set = find_set(epfd, false)) {
                 std::lock_guard<std::mutex> lk(set->mu);
                 if (auto it = set->fds.find(fd); it != set->fds.end()) forget_interest(*set, epfd, it);
-                std::erase_if(set->nested, [fd](const auto& n) { return n.first == fd; });
+                std::erase_if(set->nested, [fd](const Nested& n) { return n.fd == fd; });
             }
-        int r = real::calls().epoll_ctl(epfd, op, fd, ev);
-        if (r == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !sock && ev) note_nested(epfd, fd, ev->events, op == EPOLL_CTL_ADD);
-        return r;
+        if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !sock && ev) return nest_ctl(epfd, op, fd, *ev);
+        return real::calls().epoll_ctl(epfd, op, fd, ev);
     }
     auto set = find_set(epfd, true);
     if (!ev) {

@@ -55,6 +55,10 @@ int epoll_wait_impl(int epfd, epoll_event* events, int max, int timeout_ms, cons
 // it): makes the kernel's readiness of that fd true of the ring-driven members.
 // Nothing to do (ready false, no cap) when epfd names no emulated set.
 Exposed expose_set(int epfd);
+// After such a wait found epfd readable: whether it is for something the
+// program would get (a member's doorbell may ring for bytes already read).
+// Drains the doorbells that rang for nothing. True when epfd names no emulated set.
+bool confirm_set_ready(int epfd);
 // close() of an fd: drop the set it names, and (for a tracked socket) drop it
 // from every set.
 void epoll_forget(int fd, bool tracked_socket);

@@ -75,6 +75,11 @@ struct PollWait {
         }
         kernel_fresh = false;
         for (nfds_t i = 0; i < n; ++i) fds[i].revents = k[i].revents;
+        if (!sets.empty())
+            for (nfds_t i = 0; i < n; ++i)
+                if ((fds[i].revents & POLLIN) && std::find(sets.begin(), sets.end(), fds[i].fd) != sets.end() &&
+                    !confirm_set_ready(fds[i].fd))
+                    fds[i].revents &= static_cast<short>(~(POLLIN | POLLRDNORM));
         for (auto& e : t) {
             if (e.sock->conn->kernel_driven()) continue;  // the kernel's answer is the answer
             fds[e.idx].revents = static_cast<short>(e.ready | (k[e.idx].revents & (POLLERR | POLLHUP | POLLNVAL)));

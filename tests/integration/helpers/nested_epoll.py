@@ -54,3 +54,28 @@ c2, s2 = settled_pair()
 early_inner.register(c2.fileno(), select.EPOLLIN)
 s2.sendall(b"early")
 print("nested before its socket", bool(early_outer.poll(20)), c2.recv(100), early_outer.poll(0), flush=True)
+
+# Its member sends and the peer reads it all: the peer's word that it consumed
+# (over rdma a write that raises a completion, as new bytes do) is no readiness,
+# for a set nested level-triggered or oneshot (whose one event must be kept).
+def peer_reads_all(c, s):
+    chunk = b"x" * 16384
+    for _ in range(64):
+        c.sendall(chunk)
+        got = 0
+        while got < len(chunk):
+            got += len(s.recv(len(chunk) - got))
+
+
+peer_reads_all(c2, s2)
+print("its peer read what it sent", early_outer.poll(0), flush=True)
+s2.sendall(b"late")
+print("then bytes for it", bool(early_outer.poll(20)), c2.recv(100), early_outer.poll(0), flush=True)
+
+c3, s3 = settled_pair()
+once_inner = select.epoll(); once_inner.register(c3.fileno(), select.EPOLLIN)
+once_outer = select.epoll(); once_outer.register(once_inner.fileno(), select.EPOLLIN | select.EPOLLONESHOT)
+peer_reads_all(c3, s3)
+print("oneshot: its peer read what it sent", once_outer.poll(0), flush=True)
+s3.sendall(b"once")
+print("oneshot: then bytes for it", len(once_outer.poll(20)), once_outer.poll(0), c3.recv(100), flush=True)

@@ -289,8 +289,12 @@ bool Connection::settle(int flags, bool for_write) {
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     const int64_t timeout = timeout_for(for_write);
     const int64_t start = timeout > 0 ? now_us() : 0;
-    signals::Seen since = signals::seen();
+    const signals::Seen since = signals::seen();
     for (;;) {
+        // Handlers wait for handshake_mu_ to be let go (one that jumped out of
+        // this wait left it taken for good); the wait ends for them, and the
+        // interposer runs them and restarts the call where the kernel would.
+        signals::DeferHandlers held;
         std::lock_guard<std::mutex> lk(handshake_mu_);
         while (progress_locked(for_write)) {}
         Phase ph = phase();
@@ -316,8 +320,8 @@ bool Connection::settle(int flags, bool for_write) {
         pollfd p{fd_, ev, 0};
         // A signal ends this wait as it would end the kernel's (wait_for).
         if (sleep::poll(&p, 1, ms * int64_t{1000}, nullptr, since) < 0 && errno == EINTR) {
-            if (!signal_restarts_call(since, timeout > 0)) return false;
-            since = signals::seen();
+            errno = signal_restarts_call(since, timeout > 0) ? ERESTART : EINTR;
+            return false;
         }
     }
 }

@@ -251,6 +251,9 @@ private:
     bool rx_waiting_back();
     bool tx_back();
     ssize_t tcp_send_locked(const iovec* iov, int iovcnt, int flags);
+    // One send or recv on the TCP socket, holding that direction's lock; its
+    // wait is a shim sleep that a signal ends (connection_tcp_io.cpp).
+    ssize_t tcp_io(bool write, const iovec* iov, int iovcnt, int flags);
     std::string downgrade_why_;
     // hand_over() has begun: whichever thread holds write_mu_ / read_mu_ does
     // that side's part (a writer asleep on a full ring, a reader asleep on an

@@ -107,16 +107,7 @@ ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
 }
 
 ssize_t Connection::tcp_send_locked(const iovec* iov, int iovcnt, int flags) {
-    msghdr mh{};
-    mh.msg_iov = const_cast<iovec*>(iov);
-    mh.msg_iovlen = static_cast<size_t>(iovcnt);
-    ssize_t n;
-    {
-        // A kernel send may block for as long as the peer does not read:
-        // handlers run at once meanwhile, as they did before (side_lock.hpp).
-        signals::HandlersNow now;
-        n = ops_.sendmsg(fd_, &mh, flags);
-    }
+    ssize_t n = tcp_io(true, iov, iovcnt, flags);  // connection_tcp_io.cpp
     if (n > 0) tcp_tx_ += static_cast<uint64_t>(n);
     return n;
 }
@@ -124,7 +115,7 @@ ssize_t Connection::tcp_send_locked(const iovec* iov, int iovcnt, int flags) {
 ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     ssize_t n;
     {
-        // (A blocking kernel recv holds read_mu_ so that no switch passes it; a
+        // (A recv waiting on the socket holds read_mu_ so that no switch passes it; a
         // call that may not block does not wait behind it: lock_or_eagain.)
         std::unique_lock<SideLock> lk(read_mu_, std::defer_lock);
         if (!lock_or_eagain(lk, flags)) return -1;
@@ -133,13 +124,7 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
             lk.unlock();  // another thread moved the rendezvous on meanwhile
             return recv(iov, iovcnt, flags);
         }
-        msghdr mh{};
-        mh.msg_iov = const_cast<iovec*>(iov);
-        mh.msg_iovlen = static_cast<size_t>(iovcnt);
-        {
-            signals::HandlersNow now;  // may block until the peer sends (tcp_send_locked)
-            n = ops_.recvmsg(fd_, &mh, flags);
-        }
+        n = tcp_io(false, iov, iovcnt, flags);  // connection_tcp_io.cpp
         if (n > 0 && !(flags & MSG_PEEK)) tcp_rx_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     }
     // A shimmed server offers before its first byte leaves (shm_rendezvous.hpp):

@@ -8,6 +8,7 @@
 // queued (close() too: nothing is closed). Prints what a program sees; tests/integration/thread_cancel.sh
 // requires the same output over plain TCP and under the shim (whose waits
 // sleep in system calls of their own, which glibc's cancellation never sees).
+// One case waits before anything was sent (the shim's bytes still on TCP).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -44,7 +45,7 @@ void settle(const Pair& p) {
     }
 }
 
-Pair connect_pair() {
+Pair connect_pair(bool settled = true) {
     sockaddr_in a{};
     socklen_t alen = sizeof a;
     if (getsockname(g_listener, reinterpret_cast<sockaddr*>(&a), &alen) != 0) die("getsockname");
@@ -53,7 +54,7 @@ Pair connect_pair() {
     if (connect(p.client, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) die("connect");
     p.server = accept(g_listener, nullptr, nullptr);
     if (p.server < 0) die("accept");
-    settle(p);
+    if (settled) settle(p);
     return p;
 }
 
@@ -132,6 +133,23 @@ void cancel_asleep(const char* call) {
     join_and_show(call, t, b);
     check_pair(call, p);
     close_pair(p);
+}
+
+// The connection's first wait, on either end: nothing was sent yet, so the
+// shim still carries it over TCP (before its switch to the rings).
+void cancel_first_wait() {
+    for (bool server_end : {false, true}) {
+        const char* label = server_end ? "the server's first recv" : "the client's first recv";
+        Pair p = connect_pair(false);
+        Blocked b{"recv", server_end ? p.server : p.client};
+        pthread_t t;
+        pthread_create(&t, nullptr, block_in, &b);
+        usleep(200000);
+        pthread_cancel(t);
+        join_and_show(label, t, b);
+        check_pair(label, p);
+        close_pair(p);
+    }
 }
 
 // A blocking send of more than the peer will take is cancelled; whatever part
@@ -311,6 +329,7 @@ int main() {
     sockaddr_in a{};
     g_listener = check::listen_local(a);
     for (const char* call : {"recv", "recv of 0 bytes", "read", "poll", "select", "epoll_wait"}) cancel_asleep(call);
+    cancel_first_wait();
     cancel_sender();
     cancel_disabled();
     cancel_pending();

@@ -9,6 +9,8 @@
 //
 // Each case: a fresh connection to a forked server, two round trips (onto
 // the shim's transport), then a timer fires SIGALRM 0.3 s into the wait.
+// With HANDLER_IO_FIRST=1 in the environment, no round trips: the wait is the connection's first, while
+// the shim still carries its bytes over TCP (before the switch to the rings).
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -20,6 +22,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -29,6 +32,7 @@
 namespace {
 
 int g_fd = -1;
+int g_prelude = 2;  // round trips before the case (0: HANDLER_IO_FIRST=1)
 char g_act = 0;  // what the handler does: s(end 2 bytes), S(end 10), h(shut both), w(shut wr), c(lose), j(ump)
 volatile sig_atomic_t g_handler_rc = 0;
 sigjmp_buf g_jump;
@@ -75,7 +79,7 @@ bool read_exactly(int fd, char* b, size_t n) {
 // answer "ack" to each message until EOF.
 void serve(int fd, char mode) {
     char buf[64];
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < g_prelude; ++i) {
         if (!read_exactly(fd, buf, sizeof buf)) _exit(1);
         send(fd, buf, sizeof buf, MSG_NOSIGNAL);
     }
@@ -235,6 +239,7 @@ std::string run_case(int fd, char mode) {
 int main(int argc, char** argv) {
     sockaddr_in a;
     int l = check::listen_local(a);
+    if (const char* f = std::getenv("HANDLER_IO_FIRST"); f && std::strcmp(f, "1") == 0) g_prelude = 0;
     const std::string only = argc > 1 ? argv[1] : "";
     for (const Case& c : kCases) {
         if (!only.empty() && only.find(c.mode) == std::string::npos) continue;
@@ -252,7 +257,7 @@ int main(int argc, char** argv) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) check::die("connect");
         char buf[64] = {1};
-        for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < g_prelude; ++i)
             if (send(fd, buf, sizeof buf, 0) != static_cast<ssize_t>(sizeof buf) || !read_exactly(fd, buf, sizeof buf))
                 check::die("prelude");
         g_fd = fd;

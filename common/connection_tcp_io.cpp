@@ -1,0 +1,75 @@
+// The data path's calls on the TCP socket that may block: before the switch to
+// the rings (the rendezvous), and after a connection went back to TCP.
+//
+// They run holding a direction's lock (read_mu_ keeps the rendezvous step from
+// passing a reader asleep on the socket). A blocking kernel recv or send there
+// had to run signal handlers at once, as a restarted system call would hold
+// them back for as long as it blocks: a handler that jumped out (the
+// alarm/siglongjmp timeout idiom) left the lock taken and the connection hung,
+// and one that read the socket waited for the lock its own thread held. So the
+// socket is asked without waiting, and a wait is a shim sleep like the ring
+// waits' (interruptible_sleep.hpp): a signal ends it, the call lets go of the
+// lock, the handlers held back meanwhile run on the interposer's way out, and
+// the call restarts from the top where the kernel would restart it
+// (Connection::wait_failed, shim/io_path.hpp). A call the kernel's socket must
+// answer alone (an option only the kernel has, kernel_only.hpp) keeps the
+// kernel's blocking call.
+#include "connection_detail.hpp"
+
+#include "interruptible_sleep.hpp"
+#include "signal_restart.hpp"
+#include "signal_seen.hpp"
+
+namespace rdmasock {
+
+using namespace detail;
+
+ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) {
+    auto once = [&](const iovec* v, int n, int fl) {
+        msghdr mh{};
+        mh.msg_iov = const_cast<iovec*>(v);
+        mh.msg_iovlen = static_cast<size_t>(n);
+        return write ? ops_.sendmsg(fd_, &mh, fl) : ops_.recvmsg(fd_, &mh, fl);
+    };
+    // A blocking send queues all of it; a blocking recv returns what is there,
+    // or all of it with MSG_WAITALL (less only at EOF, an error, a signal or the timeout).
+    const bool whole = write || (flags & MSG_WAITALL);
+    const bool may_wait = !nonblocking() && !(flags & MSG_DONTWAIT);
+    // A peek for all of it sees the same bytes again and again: the kernel waits for the rest.
+    const bool peek_whole = !write && (flags & MSG_PEEK) && whole;
+    if (!may_wait || tcp_only_.load() || peek_whole || iovcnt > 64) {
+        signals::HandlersNow now;  // a blocking one: handlers run at once, as they did before
+        return once(iov, iovcnt, flags);
+    }
+    const size_t want = iov_total(iov, iovcnt);
+    const int64_t timeout = timeout_for(write);
+    const CallTimeout tmo(timeout);
+    const signals::Seen since = signals::seen();
+    size_t total = 0;
+    for (;;) {
+        IovCursor cur(iov, iovcnt, total);
+        const ssize_t n = once(cur.v, cur.n, flags | MSG_DONTWAIT);
+        if (n > 0) {
+            total += static_cast<size_t>(n);
+            if (!whole || total >= want) return static_cast<ssize_t>(total);
+            continue;
+        }
+        if (n == 0) return static_cast<ssize_t>(total);  // EOF, or nothing asked for
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return total > 0 ? static_cast<ssize_t>(total) : -1;
+        const int64_t left = tmo.left_us();
+        if (left == 0) {  // SO_RCVTIMEO/SO_SNDTIMEO passed
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = EAGAIN;
+            return -1;
+        }
+        pollfd p{fd_, static_cast<short>(write ? POLLOUT : POLLIN), 0};
+        if (sleep::poll(&p, 1, left, nullptr, since) < 0 && errno == EINTR) {
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = signal_restarts_call(since, timeout > 0) ? ERESTART : EINTR;
+            return -1;
+        }
+        // Ready, or the deadline: the next look says which.
+    }
+}
+
+}  // namespace rdmasock

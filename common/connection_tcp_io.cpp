@@ -16,6 +16,8 @@
 // kernel's blocking call.
 #include "connection_detail.hpp"
 
+#include <fcntl.h>
+
 #include "interruptible_sleep.hpp"
 #include "signal_restart.hpp"
 #include "signal_seen.hpp"
@@ -46,6 +48,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
     const CallTimeout tmo(timeout);
     const signals::Seen since = signals::seen();
     size_t total = 0;
+    bool flags_read = false;
     for (;;) {
         IovCursor cur(iov, iovcnt, total);
         const ssize_t n = once(cur.v, cur.n, flags | MSG_DONTWAIT);
@@ -56,6 +59,18 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         }
         if (n == 0) return static_cast<ssize_t>(total);  // EOF, or nothing asked for
         if (errno != EAGAIN && errno != EWOULDBLOCK) return total > 0 ? static_cast<ssize_t>(total) : -1;
+        // The file's own flag, as the kernel's call would read it: another
+        // process sharing the file may have set O_NONBLOCK since (fcntl's own
+        // call: the shim's fcntl refuses a private dup of ours).
+        if (!flags_read) {
+            flags_read = true;
+            const long fl = syscall(SYS_fcntl, fd_, F_GETFL);
+            if (fl >= 0 && (fl & O_NONBLOCK)) {
+                if (total > 0) return static_cast<ssize_t>(total);
+                errno = EAGAIN;
+                return -1;
+            }
+        }
         const int64_t left = tmo.left_us();
         if (left == 0) {  // SO_RCVTIMEO/SO_SNDTIMEO passed
             if (total > 0) return static_cast<ssize_t>(total);

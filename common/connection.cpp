@@ -357,6 +357,15 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
 
 ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
     forked_during_rendezvous();
+    // Urgent data is the kernel socket's, and a recv of it never waits
+    // (tcp_recv_urg): while the in-band handshake is unsettled the kernel
+    // answers at once, reading no byte of the stream.
+    if ((flags & MSG_OOB) && !settled(phase()) && !has_rings(phase())) {
+        msghdr mh{};
+        mh.msg_iov = const_cast<iovec*>(iov);
+        mh.msg_iovlen = static_cast<size_t>(iovcnt);
+        return ops_.recvmsg(fd_, &mh, flags);
+    }
     if (!settle(flags, false)) return -1;
     if (handover_at_) fault_handover();
     if (phase() == Phase::upgraded && downgrade_due()) serve_downgrade();  // plain now, if the peer went back

@@ -39,7 +39,8 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
     const bool may_wait = !nonblocking() && !(flags & MSG_DONTWAIT);
     // A peek for all of it sees the same bytes again and again: the kernel waits for the rest.
     const bool peek_whole = !write && (flags & MSG_PEEK) && whole;
-    if (!may_wait || tcp_only_.load() || peek_whole || iovcnt > 64) {
+    // Urgent data: a recv of it never waits (EAGAIN, EINVAL or 0 at once), a send of it is rare.
+    if (!may_wait || tcp_only_.load() || peek_whole || (flags & MSG_OOB) || iovcnt > 64) {
         signals::HandlersNow now;  // a blocking one: handlers run at once, as they did before
         return once(iov, iovcnt, flags);
     }

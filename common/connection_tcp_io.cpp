@@ -17,6 +17,7 @@
 #include "connection_detail.hpp"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 
 #include "interruptible_sleep.hpp"
 #include "signal_restart.hpp"
@@ -51,15 +52,18 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
     size_t total = 0;
     bool flags_read = false;
     for (;;) {
+        // Ask the socket; after a part moved, wait before asking again. (A send
+        // after a part ended by a local shutdown returns the count, SIGPIPE is the
+        // next call's, as TCP's.)
         IovCursor cur(iov, iovcnt, total);
-        const ssize_t n = once(cur.v, cur.n, flags | MSG_DONTWAIT);
+        const ssize_t n = once(cur.v, cur.n, flags | MSG_DONTWAIT | (write && total > 0 ? MSG_NOSIGNAL : 0));
+        if (n == 0) return static_cast<ssize_t>(total);  // EOF, or nothing asked for
         if (n > 0) {
             total += static_cast<size_t>(n);
             if (!whole || total >= want) return static_cast<ssize_t>(total);
-            continue;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            return total > 0 ? static_cast<ssize_t>(total) : -1;
         }
-        if (n == 0) return static_cast<ssize_t>(total);  // EOF, or nothing asked for
-        if (errno != EAGAIN && errno != EWOULDBLOCK) return total > 0 ? static_cast<ssize_t>(total) : -1;
         // The file's own flag, as the kernel's call would read it: another
         // process sharing the file may have set O_NONBLOCK since (fcntl's own
         // call: the shim's fcntl refuses a private dup of ours).
@@ -79,10 +83,18 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
             return -1;
         }
         pollfd p{fd_, static_cast<short>(write ? POLLOUT : POLLIN), 0};
-        if (sleep::poll(&p, 1, left, nullptr, since) < 0 && errno == EINTR) {
+        const int rc = sleep::poll(&p, 1, left, nullptr, since);
+        if (rc < 0 && errno == EINTR) {
             if (total > 0) return static_cast<ssize_t>(total);
             errno = signal_restarts_call(since, timeout > 0) ? ERESTART : EINTR;
             return -1;
+        }
+        // An error (a reset) after a part moved: TCP's call returns the count
+        // and leaves the error, and SIGPIPE, to the next call; asking the socket
+        // again would take them. (Bytes still queued are read first, as TCP does.)
+        if (rc > 0 && total > 0 && (p.revents & POLLERR)) {
+            int queued = 0;
+            if (write || syscall(SYS_ioctl, fd_, FIONREAD, &queued) != 0 || queued <= 0) return static_cast<ssize_t>(total);
         }
         // Ready, or the deadline: the next look says which.
     }

@@ -201,6 +201,8 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
         ~Fds() { side_channel::close_fds(r); }
     } guard{r};
     if (r.bytes == 0) return fail("the client declined");
+    // A client gone before it answered (its side channel reset with our OFFER unread).
+    if (r.bytes < 0) return fail(std::string("the client went away before the switch (side channel: ") + std::strerror(r.error) + ")");
     if (r.bytes != sizeof w || r.truncated || r.nfds != 3 || w.magic != kMagic || w.version != kVersion ||
         w.type != kAccept || !ring::valid_capacity(w.ring_bytes) || w.ring_bytes > opt_.ring_bytes)
         return fail("malformed ACCEPT on the side channel");

@@ -254,6 +254,9 @@ private:
     // One send or recv on the TCP socket, holding that direction's lock; its
     // wait is a shim sleep that a signal ends (connection_tcp_io.cpp).
     ssize_t tcp_io(bool write, const iovec* iov, int iovcnt, int flags);
+    // MSG_PEEK | MSG_DONTWAIT of the TCP socket that leaves its pending error
+    // (a reset) to the program's next call (connection_tcp_io.cpp).
+    ssize_t peek_tcp(void* buf, size_t n);
     std::string downgrade_why_;
     // hand_over() has begun: whichever thread holds write_mu_ / read_mu_ does
     // that side's part (a writer asleep on a full ring, a reader asleep on an

@@ -80,7 +80,7 @@ void Connection::begin_way_back(const std::string& why) {
 back_marker::Parse Connection::peek_marker(back_marker::Place& p) {
     uint8_t m[back_marker::kBytes];
     const int saved = errno;
-    ssize_t n = ops_.recv(fd_, m, sizeof m, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = peek_tcp(m, sizeof m);
     errno = saved;
     return back_marker::parse(m, n > 0 ? static_cast<size_t>(n) : 0, p);
 }

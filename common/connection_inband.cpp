@@ -17,7 +17,7 @@ using namespace detail;
 handshake::ParseResult Connection::peek_message(bool* eof, bool* empty) {
     uint8_t buf[handshake::kMaxMessage];
     *eof = *empty = false;
-    ssize_t n = ops_.recv(fd_, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = peek_tcp(buf, sizeof buf);
     if (n == 0) *eof = true;
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) *empty = true;
@@ -85,7 +85,7 @@ bool Connection::progress_client_offer() {
     // would sit unread in its socket and its close would become a RST that
     // destroys these bytes. A server that writes first stays on TCP anyway.
     uint8_t first;
-    if (ops_.recv(fd_, &first, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+    if (peek_tcp(&first, 1) > 0) {
         become_plain("server spoke first");
         return true;
     }

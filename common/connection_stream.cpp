@@ -472,7 +472,7 @@ uint64_t Connection::arrivals() {
         size_t q = kernel_inq(fd_);
         char b;
         int saved = errno;
-        bool fin = q == 0 && ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+        bool fin = q == 0 && peek_tcp(&b, 1) == 0;
         errno = saved;
         return tcp_rx_.load() + q + (fin ? 1 : 0);
     }

@@ -100,4 +100,18 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
     }
 }
 
+// A look at the TCP socket (MSG_PEEK) by the shim itself. With nothing queued a
+// recv returns the socket's pending error and clears it (sock_error), a peek
+// too: the program's next call then saw EPIPE or EOF where TCP reports
+// ECONNRESET. So a socket with an error pending and nothing queued is not
+// asked: -1 with ECONNRESET, the error left for the program.
+ssize_t Connection::peek_tcp(void* buf, size_t n) {
+    pollfd p{fd_, 0, 0};  // POLLERR is reported whatever is asked
+    if (ops_.poll(&p, 1, 0) > 0 && (p.revents & POLLERR) && kernel_inq(fd_) == 0) {
+        errno = ECONNRESET;
+        return -1;
+    }
+    return ops_.recv(fd_, buf, n, MSG_PEEK | MSG_DONTWAIT);
+}
+
 }  // namespace rdmasock

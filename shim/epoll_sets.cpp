@@ -433,8 +433,17 @@ bool drain_rung(EpollSet& set, int depth) {
     return rung;
 }
 
+// Nothing of ours in the set's kernel half can read ready (only the program's fds).
+bool nothing_of_ours(const EpollSet& set) {
+    if (set.ready_raised || !set.nested.empty()) return false;
+    for (const auto& [fd, in] : set.fds)
+        if (in.wake_fd >= 0 || ring_driven(in)) return false;
+    return true;
+}
+
 // Whether the set's fd reads ready for something the program would get.
 bool confirm_locked(EpollSet& set, int depth) {
+    if (nothing_of_ours(set)) return true;  // a set of plain fds costs no look
     for (int round = 0; round < 4; ++round) {
         if (set.retired) return true;
         if (expose_locked(set, depth).ready) return true;  // also re-cools what drain_rung warmed

@@ -349,10 +349,7 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
         default: break;  // plain or strip_hello: the kernel carries it
     }
     if (counts_own_bytes()) return tcp_send(iov, iovcnt, flags);
-    msghdr mh{};
-    mh.msg_iov = const_cast<iovec*>(iov);
-    mh.msg_iovlen = static_cast<size_t>(iovcnt);
-    return ops_.sendmsg(fd_, &mh, flags);
+    return kernel_io(true, iov, iovcnt, flags);
 }
 
 ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
@@ -360,12 +357,7 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
     // Urgent data is the kernel socket's, and a recv of it never waits
     // (tcp_recv_urg): while the in-band handshake is unsettled the kernel
     // answers at once, reading no byte of the stream.
-    if ((flags & MSG_OOB) && !settled(phase()) && !has_rings(phase())) {
-        msghdr mh{};
-        mh.msg_iov = const_cast<iovec*>(iov);
-        mh.msg_iovlen = static_cast<size_t>(iovcnt);
-        return ops_.recvmsg(fd_, &mh, flags);
-    }
+    if ((flags & MSG_OOB) && !settled(phase()) && !has_rings(phase())) return kernel_io(false, iov, iovcnt, flags);
     if (!settle(flags, false)) return -1;
     if (handover_at_) fault_handover();
     if (phase() == Phase::upgraded && downgrade_due()) serve_downgrade();  // plain now, if the peer went back
@@ -384,10 +376,7 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
         default: break;
     }
     if (counts_own_bytes()) return tcp_recv(iov, iovcnt, flags);
-    msghdr mh{};
-    mh.msg_iov = const_cast<iovec*>(iov);
-    mh.msg_iovlen = static_cast<size_t>(iovcnt);
-    return ops_.recvmsg(fd_, &mh, flags);
+    return kernel_io(false, iov, iovcnt, flags);
 }
 
 // A transport that broke after the upgrade (RDMA: a queue-pair error, a peer

@@ -254,6 +254,8 @@ private:
     // One send or recv on the TCP socket, holding that direction's lock; its
     // wait is a shim sleep that a signal ends (connection_tcp_io.cpp).
     ssize_t tcp_io(bool write, const iovec* iov, int iovcnt, int flags);
+    // The kernel's sendmsg/recvmsg on the TCP socket, as the program called it.
+    ssize_t kernel_io(bool write, const iovec* iov, int iovcnt, int flags);
     // MSG_PEEK | MSG_DONTWAIT of the TCP socket that leaves its pending error
     // (a reset) to the program's next call (connection_tcp_io.cpp).
     ssize_t peek_tcp(void* buf, size_t n);

@@ -17,7 +17,6 @@
 #include "connection_detail.hpp"
 
 #include <fcntl.h>
-#include <sys/ioctl.h>
 
 #include "interruptible_sleep.hpp"
 #include "signal_restart.hpp"
@@ -27,13 +26,14 @@ namespace rdmasock {
 
 using namespace detail;
 
+ssize_t Connection::kernel_io(bool write, const iovec* iov, int iovcnt, int flags) {
+    msghdr mh{};
+    mh.msg_iov = const_cast<iovec*>(iov);
+    mh.msg_iovlen = static_cast<size_t>(iovcnt);
+    return write ? ops_.sendmsg(fd_, &mh, flags) : ops_.recvmsg(fd_, &mh, flags);
+}
+
 ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) {
-    auto once = [&](const iovec* v, int n, int fl) {
-        msghdr mh{};
-        mh.msg_iov = const_cast<iovec*>(v);
-        mh.msg_iovlen = static_cast<size_t>(n);
-        return write ? ops_.sendmsg(fd_, &mh, fl) : ops_.recvmsg(fd_, &mh, fl);
-    };
     // A blocking send queues all of it; a blocking recv returns what is there,
     // or all of it with MSG_WAITALL (less only at EOF, an error, a signal or the timeout).
     const bool whole = write || (flags & MSG_WAITALL);
@@ -43,7 +43,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
     // Urgent data: a recv of it never waits (EAGAIN, EINVAL or 0 at once), a send of it is rare.
     if (!may_wait || tcp_only_.load() || peek_whole || (flags & MSG_OOB) || iovcnt > 64) {
         signals::HandlersNow now;  // a blocking one: handlers run at once, as they did before
-        return once(iov, iovcnt, flags);
+        return kernel_io(write, iov, iovcnt, flags);
     }
     const size_t want = iov_total(iov, iovcnt);
     const int64_t timeout = timeout_for(write);
@@ -56,7 +56,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         // after a part ended by a local shutdown returns the count, SIGPIPE is the
         // next call's, as TCP's.)
         IovCursor cur(iov, iovcnt, total);
-        const ssize_t n = once(cur.v, cur.n, flags | MSG_DONTWAIT | (write && total > 0 ? MSG_NOSIGNAL : 0));
+        const ssize_t n = kernel_io(write, cur.v, cur.n, flags | MSG_DONTWAIT | (write && total > 0 ? MSG_NOSIGNAL : 0));
         if (n == 0) return static_cast<ssize_t>(total);  // EOF, or nothing asked for
         if (n > 0) {
             total += static_cast<size_t>(n);
@@ -92,10 +92,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         // An error (a reset) after a part moved: TCP's call returns the count
         // and leaves the error, and SIGPIPE, to the next call; asking the socket
         // again would take them. (Bytes still queued are read first, as TCP does.)
-        if (rc > 0 && total > 0 && (p.revents & POLLERR)) {
-            int queued = 0;
-            if (write || syscall(SYS_ioctl, fd_, FIONREAD, &queued) != 0 || queued <= 0) return static_cast<ssize_t>(total);
-        }
+        if (rc > 0 && total > 0 && (p.revents & POLLERR) && (write || kernel_inq(fd_) == 0)) return static_cast<ssize_t>(total);
         // Ready, or the deadline: the next look says which.
     }
 }

@@ -69,7 +69,6 @@ struct Nested {
     std::shared_ptr<EpollSet> set;
     uint32_t events = 0;
     epoll_data_t data{};
-    bool tagged = false;  // registered under kNestTag (else the app's data word)
 };
 
 struct EpollSet {
@@ -759,7 +758,7 @@ int nest_ctl(int epfd, int op, int fd, const epoll_event& ev) {
     const bool had = it != outer->nested.end();
     const Nested before = had ? *it : Nested{};
     if (!had) it = outer->nested.insert(outer->nested.end(), Nested{});
-    *it = Nested{fd, inner, ev.events, ev.data, true};
+    *it = Nested{fd, inner, ev.events, ev.data};
     epoll_event kev{ev.events, {}};
     kev.data.u64 = kNestTag | static_cast<uint64_t>(fd);
     int r = real::calls().epoll_ctl(epfd, op, fd, &kev);

@@ -498,7 +498,8 @@ void Connection::close_last_reference() {
             errno = saved;
             RS_LOG(debug, "fd %d: closed with unread bytes: a reset, as TCP's", fd_);
         }
-        if (RingControl* c = transport_->rx_control())
+        // (A socket that failed told the peer's writer already: kept.)
+        if (RingControl* c = transport_->rx_control(); c && c->reader_state.load() != RingControl::gone)
             c->reader_state.store(aborted ? RingControl::aborted : RingControl::closed, std::memory_order_release);
     }
     // SO_LINGER {1, 0}: no end-of-stream record; the kernel's RST at the close
@@ -506,7 +507,8 @@ void Connection::close_last_reference() {
     // In band, on the way back: what the peer has not read goes over TCP first.
     if (phase() == Phase::upgraded && owned_by_this_process() && !abortive_close() && marker_out())
         hand_over("closed on the way back to tcp");
-    if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close()) {
+    // A socket that failed (socket_failed) ends nothing: TCP's close sends no FIN then.
+    if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close() && !tcp_failed_.load()) {
         std::unique_lock<SideLock> lk(write_mu_, std::try_to_lock);
         if (lk.owns_lock()) {
             end_stream_locked();

@@ -362,11 +362,14 @@ private:
     void disarm_side(bool reader);
     // look_tcp=false: the caller's kernel wait saw the TCP socket quiet (skip the peek).
     void drain_locked(bool look_tcp = true);
+    // The TCP socket ended with an error of its own (ETIMEDOUT...): reported once, as TCP does.
+    void socket_failed(int err);
     // Takes the doorbells now (and a marker or EOF on the TCP socket) unless
     // another thread owns the drain; false then.
     bool drain_if_free();
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
+    std::atomic<bool> tcp_failed_{false};  // socket_failed: the kernel forgot the socket (no FIN at our close)
     // TCP's sk_err after the peer's RST: the error the next failing call reports
     // once (ECONNRESET, or EPIPE when the RST came after the peer's FIN); 0 when
     // none is owed. POLLERR while one is.
@@ -385,6 +388,7 @@ private:
     void note_resets(bool sent_now = false);
     // The reader's state the peer left in the ring we write (shared memory only).
     void note_reader_state(bool sent_now);
+    bool peer_socket_gone();
     // Shut both ways by our calls while the socket stays open: the ring's
     // stream offset then (bytes read + unread); what lands past it resets the
     // connection, as the RST TCP answers it with (shared memory only).

@@ -3,6 +3,8 @@
 // what one connection looks at: its ring, its TCP socket, its eventfd.
 #include "connection_detail.hpp"
 
+#include <cstring>
+
 #include "interruptible_sleep.hpp"
 #include "log.hpp"
 #include "signal_restart.hpp"
@@ -86,10 +88,29 @@ void Connection::drain_locked(bool look_tcp) {
         // for our reader, not EOF, as TCP reports it (our peek took the
         // kernel's error: it is ours to report once).
         if (!peer_reset_.exchange(true)) pending_err_.store(ECONNRESET);
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    } else if (errno == EBADF || errno == ENOTSOCK || errno == ENOMEM || errno == ENOBUFS) {
+        // The call's own failure, not the connection's (a retired fd number).
         peer_reset_.store(true);
         peer_closed_.store(true);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        socket_failed(errno);
     }
+}
+
+// The TCP socket under the rings ended with an error of its own (keepalive or
+// TCP_USER_TIMEOUT gave up: ETIMEDOUT; an ICMP error made hard by IP_RECVERR).
+// TCP reports it once, after the bytes that had arrived, then EOF; never an
+// EOF alone, which would make a cut stream look complete. The kernel forgot
+// the socket, so the peer's next segment draws a RST: over shared memory its
+// writer reads that in the ring it writes (RingControl::gone); over RDMA its
+// next write after our close finds no queue pair, and a NIC fails it after
+// its retries: the way back to TCP meets the RST (rxe retries for good).
+void Connection::socket_failed(int err) {
+    RS_LOG(info, "fd %d: the TCP socket under the ring failed: %s", fd_, strerror(err));
+    tcp_failed_.store(true);
+    if (!peer_reset_.exchange(true)) pending_err_.store(err);
+    if (RingControl* c = transport_->rx_control()) c->reader_state.store(RingControl::gone, std::memory_order_release);
+    wake_local();
 }
 
 bool Connection::drain_if_free() {

@@ -200,12 +200,20 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 return -1;
             }
             if (shut_rd_.load()) return static_cast<ssize_t>(total);
+            if (peer_reset_.load() && peer_socket_gone()) {
+                // Our ring send drew the RST that TCP's socket would report here.
+                if (total > 0) return static_cast<ssize_t>(total);
+                if (int e = take_pending_err()) return errno = e, -1;
+                return 0;
+            }
             if (nb) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;
                 return -1;
             }
-            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due() || ask_pending(); }, true, tmo.left_us());
+            auto res = wait_for([&] { return !rx_on_tcp() || tcp_readable() || shut_rd_.load() || downgrade_due() || ask_pending() ||
+                                             (peer_reset_.load() && peer_socket_gone()); },
+                                true, tmo.left_us());
             if (res != Wait::ready) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 return wait_failed(res);
@@ -311,7 +319,8 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             // peer's EOF here so a nonblocking reader is not told EAGAIN forever.
             drain_if_free();
             if (peer_closed_.load() && rd.poll() == ring::RingStatus::would_block) return 0;
-            if (rd.poll() != ring::RingStatus::would_block) continue;
+            // Bytes, or a reset or socket error the drain found: the loop's top reports it.
+            if (rd.poll() != ring::RingStatus::would_block || peer_reset_.load()) continue;
         }
         if (nb) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -410,7 +419,7 @@ void Connection::note_reader_state(bool sent_now) {
     if (!c || peer_reset_.load(std::memory_order_relaxed)) return;
     const uint32_t st = c->reader_state.load(std::memory_order_acquire);
     if (st == RingControl::reading) return;
-    if (st == RingControl::closed) {  // a clean close: the RST comes only once we send
+    if (st == RingControl::closed || st == RingControl::gone) {  // the RST comes only once we send
         if (sent_now) sent_after_close_.store(true);
         if (!sent_after_close_.load()) return;
     }
@@ -419,9 +428,17 @@ void Connection::note_reader_state(bool sent_now) {
     if (closed_both_ways()) return;
     const bool peer_fin = peer_closed_.load() || transport_->reader().fin_landed();
     if (peer_reset_.exchange(true)) return;
-    pending_err_.store(st == RingControl::aborted && !peer_fin ? ECONNRESET : EPIPE);
-    RS_LOG(debug, "fd %d: the peer's socket is gone (%s)", fd_, st == RingControl::aborted ? "reset" : "closed");
+    const bool rst = st != RingControl::closed;  // aborted, gone, or a value no shim writes
+    pending_err_.store(rst && !peer_fin ? ECONNRESET : EPIPE);
+    RS_LOG(debug, "fd %d: the peer's socket is gone (%s)", fd_, rst ? "reset" : "closed");
     wake_local();
+}
+
+// The peer's TCP socket failed and was forgotten (RingControl::gone): its
+// kernel says nothing more on the TCP socket, ever.
+bool Connection::peer_socket_gone() {
+    RingControl* c = transport_ ? transport_->tx_control() : nullptr;
+    return c && c->reader_state.load(std::memory_order_acquire) == RingControl::gone;
 }
 
 int Connection::take_pending_err() {

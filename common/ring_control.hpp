@@ -41,8 +41,11 @@ struct RingControl {
     //   closed:  nothing was left unread (a FIN): the writer's next send still
     //            goes out, the one after fails (EPIPE), as on TCP;
     //   aborted: bytes were left unread, or SO_LINGER 0 (a RST at once): the
-    //            writer's next call fails with ECONNRESET.
-    enum ReaderState : uint32_t { reading = 0, closed = 1, aborted = 2 };
+    //            writer's next call fails with ECONNRESET;
+    //   gone:    the reader's TCP socket failed (ETIMEDOUT...) and the kernel
+    //            forgot it, no FIN sent: the writer's next send goes out and
+    //            draws a RST, the call after fails with ECONNRESET.
+    enum ReaderState : uint32_t { reading = 0, closed = 1, aborted = 2, gone = 3 };
     alignas(64) std::atomic<uint32_t> reader_state{reading};
 };
 

@@ -43,14 +43,21 @@ def attempt(what, fn):
         print(what, "->", errno.errorcode.get(e.errno, e.errno), flush=True)
 
 
+def eevents(mask):
+    names = [n for n in ("EPOLLIN", "EPOLLOUT", "EPOLLERR", "EPOLLHUP", "EPOLLRDHUP")
+             if mask & getattr(select, n)]
+    return "|".join(names) or "0"
+
+
 def events(mask):
     names = [n for n in ("POLLIN", "POLLOUT", "POLLERR", "POLLHUP", "POLLRDHUP")
              if mask & getattr(select, n)]
     return "|".join(names) or "0"
 
 
-def one_round(exchange_first):
-    print("== the client", "sent since the switch" if exchange_first else "sent nothing since the switch", flush=True)
+def one_round(exchange_first, wait="poll"):
+    print("== the client", "sent since the switch" if exchange_first else "sent nothing since the switch",
+          "and waits in", wait, flush=True)
     c, s = settled_pair()
     if exchange_first:  # then the client's sends, and the server's reads, are on the ring too
         c.sendall(b"p" * 64)
@@ -65,7 +72,15 @@ def one_round(exchange_first):
         print("the bytes arrived:", select.select([c], [], [], 60)[0] == [c], flush=True)
         drop_tcp_port(port)
         flags = 0
-        if not exchange_first:
+        if wait == "epoll":
+            # Edge-triggered: the bytes are one edge, the socket's end another.
+            ep = select.epoll()
+            ep.register(c, select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET)
+            print("epoll_wait:", [eevents(ev) for _, ev in ep.poll(0)], flush=True)
+            print("epoll_wait, once more:", [eevents(ev) for _, ev in ep.poll(0)], flush=True)
+            print("epoll_wait for the end:", [eevents(ev) for _, ev in ep.poll(120)], flush=True)
+            ep.close()
+        elif wait == "poll":
             # Nothing asked: poll reports only an error or a hang-up (the keepalive's end).
             p = select.poll()
             p.register(c, 0)
@@ -98,6 +113,7 @@ def one_round(exchange_first):
 
 
 pass_again()  # a filter left by an earlier run that was killed
-one_round(False)
-one_round(True)
+one_round(False, "poll")
+one_round(True, "nothing")  # nonblocking reads
+one_round(True, "epoll")
 print("done", flush=True)

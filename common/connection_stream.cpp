@@ -131,6 +131,10 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         }
         if (nb) {
             if (total > 0) return static_cast<ssize_t>(total);
+            // Without a poll nobody looks at the TCP socket: a peer killed with our
+            // bytes unread (its kernel's FIN or RST) must not leave a writer that
+            // only retries with EAGAIN for good. TCP says ECONNRESET.
+            if (drain_if_free() && (peer_reset_.load() || reader_gone())) continue;
             errno = EAGAIN;
             return -1;
         }

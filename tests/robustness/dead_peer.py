@@ -17,6 +17,7 @@ MODE (what the process does once connected):
   select-block  select() for readability, then recv()
   write-then-hold  send BYTES bytes, then sleep forever
   nonblock-poll-loop  recv(MSG_DONTWAIT) every 10 ms until EOF / error, never poll()/select()
+  nonblock-write-loop send(MSG_DONTWAIT) of BYTES until EAGAIN, then every 10 ms until an error, never poll()
   read-all      recv() until EOF / error, counting bytes (expects pattern bytes from write-then-hold);
                 with START_FILE=F in the environment, waits until F exists before reading
 
@@ -131,6 +132,23 @@ def act(s, mode, nbytes, role):
                 s.sendall(chunk)
                 total += len(chunk)
                 say(f"sent {total}")
+        except OSError as e:
+            say(f"result {result_of(e)} after {total} bytes")
+        return
+    if mode == "nonblock-write-loop":
+        # send(MSG_DONTWAIT) until EAGAIN, then again every 10 ms, never poll()/select()
+        chunk = b"w" * nbytes
+        total = 0
+        blocked = False
+        try:
+            while True:
+                try:
+                    total += s.send(chunk, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    if not blocked:
+                        say("blocked-in send(MSG_DONTWAIT) loop")
+                        blocked = True
+                    time.sleep(0.01)
         except OSError as e:
             say(f"result {result_of(e)} after {total} bytes")
         return

@@ -9,6 +9,9 @@
 #   blocked-select  blocked in select() for readability, the writer killed -> readable, then EOF/ECONNRESET
 #   nonblocking-recv  the survivor polls with recv(MSG_DONTWAIT) every 10 ms (no poll/select); the
 #                writer is killed -> a recv returns EOF/ECONNRESET instead of EAGAIN
+#   nonblocking-send  the reader never reads; the writer sends with MSG_DONTWAIT until EAGAIN, then
+#                every 10 ms (no poll/select); the reader is killed -> a send fails with
+#                ECONNRESET/EPIPE instead of EAGAIN for good
 #   data-then-death  the writer sends 300000 bytes and is killed; the reader (reading before, or only
 #                after the death) gets exactly those bytes, then EOF/ECONNRESET
 #   speak-first-death  the server writes 300000 bytes at once (over TCP: before any switch) and is
@@ -121,6 +124,7 @@ for mode in shm tcp; do
     scenario blocked-read-server "$mode" read-block 0 hold 0 client '^result (EOF|ERR ECONNRESET) after 0 bytes$'
     scenario blocked-select "$mode" hold 0 select-block 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
     scenario nonblocking-recv "$mode" hold 0 nonblock-poll-loop 0 server '^result (EOF|ERR ECONNRESET) after 0 bytes$'
+    scenario nonblocking-send "$mode" no-read 0 nonblock-write-loop 65536 server '^result ERR (EPIPE|ECONNRESET)'
     scenario data-then-death "$mode" write-then-hold 300000 read-all 0 server '^result (EOF|ERR ECONNRESET) after 300000 bytes$'
     START_FILE="$T/data-then-death-late.$mode/start" START=1 \
         scenario data-then-death-late "$mode" write-then-hold 300000 read-all 0 server \

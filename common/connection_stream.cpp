@@ -421,8 +421,15 @@ void Connection::note_reader_state(bool sent_now) {
     note_late_arrivals();
     RingControl* c = transport_ ? transport_->tx_control() : nullptr;
     if (!c || peer_reset_.load(std::memory_order_relaxed)) return;
-    const uint32_t st = c->reader_state.load(std::memory_order_acquire);
-    if (st == RingControl::reading) return;
+    uint32_t st = c->reader_state.load(std::memory_order_acquire);
+    // The peer's kernel closed its socket (our socket saw the end) and its
+    // shim never said so: the process died (a kill, an exit without close),
+    // or, over RDMA, closed. A ring of ours at least two thirds unread (the
+    // reader publishes every eighth: truly unread) made that close a RST,
+    // which TCP's socket would have got instead of the FIN ours saw.
+    const bool died_unread = st == RingControl::reading && peer_closed_.load(std::memory_order_relaxed) &&
+                             !transport_->writer().writable();
+    if (st == RingControl::reading && !died_unread) return;
     if (st == RingControl::closed || st == RingControl::gone) {  // the RST comes only once we send
         if (sent_now) sent_after_close_.store(true);
         if (!sent_after_close_.load()) return;
@@ -430,9 +437,9 @@ void Connection::note_reader_state(bool sent_now) {
     // tcp_reset: after the peer's FIN the RST is EPIPE (CLOSE_WAIT); after ours
     // too the socket is already closed and the RST changes nothing.
     if (closed_both_ways()) return;
-    const bool peer_fin = peer_closed_.load() || transport_->reader().fin_landed();
+    const bool peer_fin = (!died_unread && peer_closed_.load()) || transport_->reader().fin_landed();
     if (peer_reset_.exchange(true)) return;
-    const bool rst = st != RingControl::closed;  // aborted, gone, or a value no shim writes
+    const bool rst = st != RingControl::closed;  // aborted, gone, died_unread, or a value no shim writes
     pending_err_.store(rst && !peer_fin ? ECONNRESET : EPIPE);
     RS_LOG(debug, "fd %d: the peer's socket is gone (%s)", fd_, rst ? "reset" : "closed");
     wake_local();

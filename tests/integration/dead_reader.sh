@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A reader killed with its receive ring full: a nonblocking writer in a select loop, a blocking
 # writer and an asyncio writer learn it as on TCP (ECONNRESET first, EPIPE after; asyncio's
-# ConnectionResetError), never EAGAIN forever. Same transcript over plain TCP and shimmed.
+# ConnectionResetError), never EAGAIN forever; poll says POLLOUT|POLLERR|POLLHUP, and a writer
+# that never waits gets ECONNRESET. Same transcript over plain TCP and shimmed.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 compare_transcripts "$ROOT/tests/integration/helpers/dead_reader.py" client 3

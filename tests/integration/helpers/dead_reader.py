@@ -84,4 +84,30 @@ async def asyncio_writer():
     w.close()
     return what
 print("asyncio writer:", asyncio.run(asyncio_writer()))
+
+def filled_then_dead():
+    pid, port = reader_process()
+    c = connect(port); c.setblocking(False)
+    while True:
+        try: c.send(b"w" * 65536)
+        except BlockingIOError: break
+    kill(pid)
+    return c
+
+# 4. poll for POLLOUT after the death: the reset's POLLERR and POLLHUP come with it
+c = filled_then_dead()
+p = select.poll(); p.register(c, select.POLLOUT)
+names = lambda ev: "|".join(n for n in ("POLLOUT", "POLLERR", "POLLHUP") if ev & getattr(select, n))
+print("poll after the death:", [names(ev) for _, ev in p.poll(30000)])
+c.close()
+
+# 5. a writer that never waits: send every 10 ms after EAGAIN, no poll/select
+c = filled_then_dead()
+t0 = time.monotonic()
+while time.monotonic() - t0 < 30:
+    try: c.send(b"w" * 65536)
+    except BlockingIOError: time.sleep(0.01); continue
+    except OSError as e: print("writer without waits:", err(e)); break
+else: print("writer without waits: EAGAIN for 30 s")
+c.close()
 print("done")

@@ -173,6 +173,10 @@ public:
     enum class Drain : uint8_t { none, owned, busy };  // none: no doorbell to drain
     Drain try_begin_sleep();
     void end_sleep(Drain d);
+    // poll/select found the TCP socket readable or in error without sleeping:
+    // take what it says (the peer's end, a reset, a marker) now; false when
+    // another thread owns the drain.
+    bool drain_socket_now() { return drain_if_free(); }
 
     // Grows when some connection's readiness rose by a local act (shutdown),
     // not its peer's: an epoll set that keeps idle connections armed and
@@ -370,6 +374,7 @@ private:
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
     std::atomic<bool> tcp_failed_{false};  // socket_failed: the kernel forgot the socket (no FIN at our close)
+    std::atomic<uint32_t> died_as_{0};      // note_reader_state: how a peer that never said goodbye ended (RingControl state)
     // TCP's sk_err after the peer's RST: the error the next failing call reports
     // once (ECONNRESET, or EPIPE when the RST came after the peer's FIN); 0 when
     // none is owed. POLLERR while one is.
@@ -389,6 +394,7 @@ private:
     // The reader's state the peer left in the ring we write (shared memory only).
     void note_reader_state(bool sent_now);
     bool peer_socket_gone();
+    bool peer_left_unread(RingControl& c);
     // Shut both ways by our calls while the socket stays open: the ring's
     // stream offset then (bytes read + unread); what lands past it resets the
     // connection, as the RST TCP answers it with (shared memory only).

@@ -422,14 +422,23 @@ void Connection::note_reader_state(bool sent_now) {
     RingControl* c = transport_ ? transport_->tx_control() : nullptr;
     if (!c || peer_reset_.load(std::memory_order_relaxed)) return;
     uint32_t st = c->reader_state.load(std::memory_order_acquire);
-    // The peer's kernel closed its socket (our socket saw the end) and its
-    // shim never said so: the process died (a kill, an exit without close),
-    // or, over RDMA, closed. A ring of ours at least two thirds unread (the
-    // reader publishes every eighth: truly unread) made that close a RST,
-    // which TCP's socket would have got instead of the FIN ours saw.
-    const bool died_unread = st == RingControl::reading && peer_closed_.load(std::memory_order_relaxed) &&
-                             !transport_->writer().writable();
-    if (st == RingControl::reading && !died_unread) return;
+    bool died_unread = false;
+    if (st == RingControl::reading) {
+        // The peer's kernel closed its socket (our socket saw the end) and its
+        // shim never said so: the process died (a kill, an exit without close),
+        // it forked since the upgrade, or, over RDMA, it closed. Its kernel's
+        // close was a RST where bytes of ours were left unread, else a FIN.
+        // Judged once, at the first look after the end: our later sends are
+        // not the peer's unread bytes.
+        if (!peer_closed_.load(std::memory_order_relaxed)) return;
+        uint32_t judged = died_as_.load();
+        if (judged == RingControl::reading) {
+            const uint32_t now = peer_left_unread(*c) ? RingControl::aborted : RingControl::closed;
+            judged = died_as_.compare_exchange_strong(judged, now) ? now : judged;
+        }
+        st = judged;
+        died_unread = st == RingControl::aborted;
+    }
     if (st == RingControl::closed || st == RingControl::gone) {  // the RST comes only once we send
         if (sent_now) sent_after_close_.store(true);
         if (!sent_after_close_.load()) return;
@@ -443,6 +452,16 @@ void Connection::note_reader_state(bool sent_now) {
     pending_err_.store(rst && !peer_fin ? ECONNRESET : EPIPE);
     RS_LOG(debug, "fd %d: the peer's socket is gone (%s)", fd_, rst ? "reset" : "closed");
     wake_local();
+}
+
+// Bytes we wrote that the peer's reader never took. Shared memory: its exact
+// place (read_pos, stored at the end of each of its reads). RDMA keeps no
+// such place here: a ring at least two thirds unread by the consumed counter
+// (published every eighth of the ring) is truly unread; less is taken as read.
+bool Connection::peer_left_unread(RingControl& c) {
+    auto& w = transport_->writer();
+    if (in_band()) return !w.writable();
+    return w.written() != c.read_pos.load(std::memory_order_acquire);
 }
 
 // The peer's TCP socket failed and was forgotten (RingControl::gone): its

@@ -525,7 +525,13 @@ struct EpollWait {
             if (it == set.fds.end()) continue;
             Interest& in = it->second;
             if (in.cold) warm(set, in, true);
-            if (tag == kWakeTag || in.ring_driven) continue;
+            if (tag == kWakeTag) continue;
+            if (in.ring_driven) {
+                // The TCP socket under the ring has news (the peer's end, a reset, a
+                // marker): take it now, and the scan below reports it, as TCP's would.
+                if ((k[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && in.sock->conn) in.sock->conn->drain_socket_now();
+                continue;
+            }
             if (in.events & EPOLLONESHOT) in.disabled = true;
             out[n].events = k[i].events;
             out[n].data = in.data;

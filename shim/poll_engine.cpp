@@ -82,6 +82,10 @@ struct PollWait {
                     fds[i].revents &= static_cast<short>(~(POLLIN | POLLRDNORM));
         for (auto& e : t) {
             if (e.sock->conn->kernel_driven()) continue;  // the kernel's answer is the answer
+            // The TCP socket under a ring has something (the peer's end, a reset, a
+            // way-back marker): TCP's poll would report it now, not at the next wait.
+            if ((k[e.idx].revents & (POLLIN | POLLERR | POLLHUP)) && e.sock->conn->drain_socket_now())
+                e.ready = e.sock->conn->ready_events(fds[e.idx].events, &e.kernel_events);
             fds[e.idx].revents = static_cast<short>(e.ready | (k[e.idx].revents & (POLLERR | POLLHUP | POLLNVAL)));
         }
         int count = 0;

@@ -110,4 +110,37 @@ while time.monotonic() - t0 < 30:
     except OSError as e: print("writer without waits:", err(e)); break
 else: print("writer without waits: EAGAIN for 30 s")
 c.close()
+# 6. the peer exits without closing (the kernel closes its socket), having read everything,
+#    or with 1000 bytes of ours unread: a FIN, or a RST
+for unread in (0, 1000):
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+    port = l.getsockname()[1]
+    pid = os.fork()
+    if pid == 0:
+        s, _ = l.accept()
+        for _ in range(2):
+            s.sendall(s.recv(64, socket.MSG_WAITALL))
+        s.recv(100, socket.MSG_WAITALL)
+        if unread:
+            time.sleep(0.5)  # the unread bytes arrive
+        os._exit(0)
+    l.close()
+    c = connect(port)
+    c.sendall(b"r" * (100 + unread))
+    os.waitpid(pid, 0)
+    # epoll first (its own look at the socket), then poll
+    ep = select.epoll(); ep.register(c, select.EPOLLIN | select.EPOLLOUT)
+    enames = lambda ev: "|".join(n for n in ("EPOLLIN", "EPOLLOUT", "EPOLLERR", "EPOLLHUP") if ev & getattr(select, n))
+    eready = [enames(ev) for _, ev in ep.poll(30)]
+    ep.close()
+    p = select.poll(); p.register(c, select.POLLIN | select.POLLOUT)
+    names = lambda ev: "|".join(n for n in ("POLLIN", "POLLOUT", "POLLERR", "POLLHUP") if ev & getattr(select, n))
+    ready = [names(ev) for _, ev in p.poll(30000)]
+    results = []
+    for _ in range(3):
+        try: results.append(c.send(b"x" * 10))
+        except OSError as e: results.append(err(e))
+        time.sleep(0.05)
+    print(f"peer exited, {unread} bytes unread: epoll {eready}, poll {ready}, sends {results}")
+    c.close()
 print("done")

@@ -6,7 +6,10 @@ first, so that under the shim the writer fills a ring.
 """
 import asyncio, errno, os, select, signal, socket, time
 
-def reader_process():
+def never_reads_again(s):
+    time.sleep(120)
+
+def reader_process(then=never_reads_again):
     l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
     port = l.getsockname()[1]
     pid = os.fork()
@@ -14,8 +17,8 @@ def reader_process():
         s, _ = l.accept()
         for _ in range(2):
             s.sendall(s.recv(64, socket.MSG_WAITALL))
-        time.sleep(120)  # never reads again
-        os._exit(0)
+        then(s)
+        os._exit(0)  # without closing: the kernel closes the socket
     l.close()
     return pid, port
 
@@ -31,13 +34,17 @@ def err(e):
 def kill(pid):
     os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
 
+def filled_then_dead():
+    pid, port = reader_process()
+    c = connect(port); c.setblocking(False)
+    while True:
+        try: c.send(b"w" * 65536)
+        except BlockingIOError: break
+    kill(pid)
+    return c
+
 # 1. nonblocking writer: fill, kill the reader, then select + send until two errors
-pid, port = reader_process()
-c = connect(port); c.setblocking(False)
-while True:
-    try: c.send(b"w" * 65536)
-    except BlockingIOError: break
-kill(pid)
+c = filled_then_dead()
 errors = []
 for _ in range(200):
     select.select([], [c], [], 30)
@@ -85,15 +92,6 @@ async def asyncio_writer():
     return what
 print("asyncio writer:", asyncio.run(asyncio_writer()))
 
-def filled_then_dead():
-    pid, port = reader_process()
-    c = connect(port); c.setblocking(False)
-    while True:
-        try: c.send(b"w" * 65536)
-        except BlockingIOError: break
-    kill(pid)
-    return c
-
 # 4. poll for POLLOUT after the death: the reset's POLLERR and POLLHUP come with it
 c = filled_then_dead()
 p = select.poll(); p.register(c, select.POLLOUT)
@@ -110,21 +108,15 @@ while time.monotonic() - t0 < 30:
     except OSError as e: print("writer without waits:", err(e)); break
 else: print("writer without waits: EAGAIN for 30 s")
 c.close()
+
 # 6. the peer exits without closing (the kernel closes its socket), having read everything,
 #    or with 1000 bytes of ours unread: a FIN, or a RST
+def read_100_then_exit(s):
+    s.recv(100, socket.MSG_WAITALL)
+    time.sleep(0.5)  # the bytes it will not read arrive
+
 for unread in (0, 1000):
-    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
-    port = l.getsockname()[1]
-    pid = os.fork()
-    if pid == 0:
-        s, _ = l.accept()
-        for _ in range(2):
-            s.sendall(s.recv(64, socket.MSG_WAITALL))
-        s.recv(100, socket.MSG_WAITALL)
-        if unread:
-            time.sleep(0.5)  # the unread bytes arrive
-        os._exit(0)
-    l.close()
+    pid, port = reader_process(read_100_then_exit)
     c = connect(port)
     c.sendall(b"r" * (100 + unread))
     os.waitpid(pid, 0)

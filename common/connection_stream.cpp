@@ -429,8 +429,8 @@ void Connection::note_reader_state(bool sent_now) {
         // it forked since the upgrade, or, over RDMA, it closed. Its kernel's
         // close was a RST where bytes of ours were left unread, else a FIN.
         // Judged once, at the first look after the end: our later sends are
-        // not the peer's unread bytes.
-        if (!peer_closed_.load(std::memory_order_relaxed)) return;
+        // not the peer's unread bytes. Sends going back to TCP: the kernel judges.
+        if (!peer_closed_.load(std::memory_order_relaxed) || marker_out() || tx_back()) return;
         uint32_t judged = died_as_.load();
         if (judged == RingControl::reading) {
             const uint32_t now = peer_left_unread(*c) ? RingControl::aborted : RingControl::closed;

@@ -175,8 +175,8 @@ public:
     void end_sleep(Drain d);
     // poll/select found the TCP socket readable or in error without sleeping:
     // take what it says (the peer's end, a reset, a marker) now; false when
-    // another thread owns the drain.
-    bool drain_socket_now() { return drain_if_free(); }
+    // another thread owns the drain, or before the rings carry the stream.
+    bool drain_socket_now() { return phase() == Phase::upgraded && transport_ && drain_if_free(); }
 
     // Grows when some connection's readiness rose by a local act (shutdown),
     // not its peer's: an epoll set that keeps idle connections armed and

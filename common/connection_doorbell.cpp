@@ -53,7 +53,10 @@ void Connection::disarm_side(bool reader) {
 // event) and notes the peer's FIN.
 void Connection::drain_locked(bool look_tcp) {
     transport_->drain_wake();
-    if (peer_closed_.load()) return;
+    // The socket's end is known: a reset or error taken (pending_err_ holds it
+    // for the program), or its EOF. Another look would find the closed socket's
+    // EOF and make a reset an end of stream.
+    if (peer_closed_.load() || peer_reset_.load()) return;
     // The kernel wait saw the socket quiet: a FIN or byte arriving since makes it
     // readable, and the next wait sees that.
     if (!look_tcp && !rx_on_tcp()) return;

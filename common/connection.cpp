@@ -440,7 +440,7 @@ int Connection::shutdown(int how) {
                     break;
                 }
                 switch_tx_locked();  // the FIN record comes after every TCP byte
-                auto st = transport_->writer().write_fin();
+                auto st = write_fin_locked();
                 tx_leave_locked();
                 if (st != ring::RingStatus::would_block) break;
             }
@@ -548,11 +548,19 @@ void Connection::end_stream_locked() {
         switch_tx_locked();
         // The record always fits (RingWriter::kFinReserve); on a broken ring the
         // kernel's FIN still ends the stream.
-        auto st = transport_->writer().write_fin();
+        auto st = write_fin_locked();
         tx_leave_locked();
         if (st == ring::RingStatus::ok) ring_doorbell();
     }
     shut_wr_ = true;
+}
+
+// Our end-of-stream record, noting where our bytes end: a peer that dies
+// having read them all but not this record left nothing unread (TCP's FIN is
+// no data), peer_left_unread.
+ring::RingStatus Connection::write_fin_locked() {
+    data_end_.store(transport_->writer().written());
+    return transport_->writer().write_fin();
 }
 
 std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {

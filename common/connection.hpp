@@ -249,6 +249,7 @@ private:
     bool downgrade_due();
     void serve_downgrade();
     void take_back_locked();  // holding write_mu_ and writer_busy
+    ring::RingStatus write_fin_locked();  // holding write_mu_, on the ring: the end-of-stream record
     void end_stream_locked();  // holding write_mu_: the end-of-stream record (or the kernel's FIN)
     void finish_downgrade();  // both directions back: plain from now on
     bool rx_back();
@@ -375,6 +376,7 @@ private:
     std::atomic<bool> peer_reset_{false};
     std::atomic<bool> tcp_failed_{false};  // socket_failed: the kernel forgot the socket (no FIN at our close)
     std::atomic<uint32_t> died_as_{0};      // note_reader_state: how a peer that never said goodbye ended (RingControl state)
+    std::atomic<uint64_t> data_end_{~uint64_t{0}};  // our end-of-stream record's place in the ring (end_stream_locked)
     // TCP's sk_err after the peer's RST: the error the next failing call reports
     // once (ECONNRESET, or EPIPE when the RST came after the peer's FIN); 0 when
     // none is owed. POLLERR while one is.
@@ -395,6 +397,7 @@ private:
     void note_reader_state(bool sent_now);
     bool peer_socket_gone();
     bool peer_left_unread(RingControl& c);
+    bool peer_fin_seen();
     // Shut both ways by our calls while the socket stays open: the ring's
     // stream offset then (bytes read + unread); what lands past it resets the
     // connection, as the RST TCP answers it with (shared memory only).

@@ -305,7 +305,11 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             errno = ECONNRESET;
             return -1;
         }
-        if ((transport_failed() || peer_reset_.load()) && !peer_closed_.load()) {
+        // A peer whose kernel closed its socket and whose shim never said so is
+        // judged first: where it died with our bytes unread, the end we saw
+        // stands for the RST it sent (no FIN: the error, then the end).
+        if (peer_closed_.load() && !peer_reset_.load()) note_reader_state(false);
+        if ((transport_failed() || peer_reset_.load()) && !peer_fin_seen()) {
             if (total > 0) return static_cast<ssize_t>(total);
             // TCP reports a RST's error once; after that the stream has ended.
             if (int e = take_pending_err()) return errno = e, -1;
@@ -322,9 +326,8 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             // Without a poll nobody drains the doorbell stream: look for the
             // peer's EOF here so a nonblocking reader is not told EAGAIN forever.
             drain_if_free();
-            if (peer_closed_.load() && rd.poll() == ring::RingStatus::would_block) return 0;
-            // Bytes, or a reset or socket error the drain found: the loop's top reports it.
-            if (rd.poll() != ring::RingStatus::would_block || peer_reset_.load()) continue;
+            // Bytes, the end, or a reset or socket error the drain found: the loop's top reports it.
+            if (rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load()) continue;
         }
         if (nb) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -422,7 +425,6 @@ void Connection::note_reader_state(bool sent_now) {
     RingControl* c = transport_ ? transport_->tx_control() : nullptr;
     if (!c || peer_reset_.load(std::memory_order_relaxed)) return;
     uint32_t st = c->reader_state.load(std::memory_order_acquire);
-    bool died_unread = false;
     if (st == RingControl::reading) {
         // The peer's kernel closed its socket (our socket saw the end) and its
         // shim never said so: the process died (a kill, an exit without close),
@@ -437,31 +439,41 @@ void Connection::note_reader_state(bool sent_now) {
             judged = died_as_.compare_exchange_strong(judged, now) ? now : judged;
         }
         st = judged;
-        died_unread = st == RingControl::aborted;
     }
     if (st == RingControl::closed || st == RingControl::gone) {  // the RST comes only once we send
         if (sent_now) sent_after_close_.store(true);
         if (!sent_after_close_.load()) return;
     }
     // tcp_reset: after the peer's FIN the RST is EPIPE (CLOSE_WAIT); after ours
-    // too the socket is already closed and the RST changes nothing.
-    if (closed_both_ways()) return;
-    const bool peer_fin = (!died_unread && peer_closed_.load()) || transport_->reader().fin_landed();
+    // too the socket is already closed and the RST changes nothing. A peer that
+    // died unread sent a RST, not the FIN our kernel saw: after our own
+    // shutdown(SHUT_WR) (FIN_WAIT) that RST is ECONNRESET.
+    const bool peer_fin = peer_fin_seen();
+    if (shut_wr_.load() && peer_fin) return;
     if (peer_reset_.exchange(true)) return;
-    const bool rst = st != RingControl::closed;  // aborted, gone, died_unread, or a value no shim writes
+    const bool rst = st != RingControl::closed;  // aborted (died unread), gone, or a value no shim writes
     pending_err_.store(rst && !peer_fin ? ECONNRESET : EPIPE);
     RS_LOG(debug, "fd %d: the peer's socket is gone (%s)", fd_, rst ? "reset" : "closed");
     wake_local();
 }
 
-// Bytes we wrote that the peer's reader never took. Shared memory: its exact
-// place (read_pos, stored at the end of each of its reads). RDMA keeps no
-// such place here: a ring at least two thirds unread by the consumed counter
+// The peer ended its stream: its end-of-stream record landed, or its kernel's
+// FIN, unless that stands for the RST of a peer that died with our bytes
+// unread (note_reader_state).
+bool Connection::peer_fin_seen() {
+    return (peer_closed_.load() && died_as_.load() != RingControl::aborted) || transport_->reader().fin_landed();
+}
+
+// Bytes we wrote that the peer's reader never took (our end-of-stream record
+// is no byte: TCP's FIN is not data). Shared memory: its exact place
+// (read_pos, stored at the end of each of its reads). RDMA keeps no such
+// place here: a ring at least two thirds unread by the consumed counter
 // (published every eighth of the ring) is truly unread; less is taken as read.
 bool Connection::peer_left_unread(RingControl& c) {
     auto& w = transport_->writer();
     if (in_band()) return !w.writable();
-    return w.written() != c.read_pos.load(std::memory_order_acquire);
+    const uint64_t end = std::min(w.written(), data_end_.load());
+    return c.read_pos.load(std::memory_order_acquire) < end;
 }
 
 // The peer's TCP socket failed and was forgotten (RingControl::gone): its

@@ -135,4 +135,34 @@ for unread in (0, 1000):
         time.sleep(0.05)
     print(f"peer exited, {unread} bytes unread: epoll {eready}, poll {ready}, sends {results}")
     c.close()
+
+# 7. the same, the reply awaited in recv, with our side open or shut for writing (an HTTP/1.0
+#    client's half close): with our bytes unread the peer's close is a RST, and the recv fails
+#    instead of ending cleanly. Looked at by poll first, or by nonblocking recvs alone.
+names = lambda ev: "|".join(n for n in ("POLLIN", "POLLOUT", "POLLERR", "POLLHUP") if ev & getattr(select, n))
+def recv_twice(c):
+    results = []
+    for _ in range(2):
+        for _ in range(3000):
+            try: results.append(len(c.recv(100))); break
+            except BlockingIOError: time.sleep(0.01)
+            except OSError as e: results.append(err(e)); break
+        else: results.append("EAGAIN for 30 s")
+    return results
+for look in ("poll", "nonblocking recv"):
+    for shut in (False, True):
+        for unread in (0, 1000):
+            pid, port = reader_process(read_100_then_exit)
+            c = connect(port)
+            c.sendall(b"r" * (100 + unread))
+            if shut: c.shutdown(socket.SHUT_WR)
+            os.waitpid(pid, 0)
+            what = f"{'after our shutdown, ' if shut else ''}peer exited, {unread} bytes unread:"
+            if look == "poll":
+                p = select.poll(); p.register(c, select.POLLIN)
+                what += f" poll {[names(ev) for _, ev in p.poll(30000)]},"
+            else:
+                c.setblocking(False)
+            print(what, look, "then recvs", recv_twice(c))
+            c.close()
 print("done")

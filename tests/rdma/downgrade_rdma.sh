@@ -18,9 +18,10 @@ export STREAM_CHECK_ADDR=${RDMA_VM_ADDR:-127.0.0.1} HANDOVER_ADDR=${RDMA_VM_ADDR
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cases="exec scm_rights scm_rights_keep fork vfork_dup2 fdopen splice exec_asyncio_peer"
 prog=tests/integration/helpers/handover.py
-timeout 200 python3 "$prog" $cases >"$tmp/tcp.txt" 2>"$tmp/tcp.err" || { echo "FAIL: plain run"; cat "$tmp/tcp.err"; exit 1; }
-LD_PRELOAD=$LIB RDMASOCK_TRANSPORT=rdma RDMASOCK_STATS=1 RDMASOCK_LOG=info timeout 200 python3 "$prog" $cases \
-    >"$tmp/shim.txt" 2>"$tmp/shim.err" || { echo "FAIL: shimmed run"; cat "$tmp/shim.txt" "$tmp/shim.err"; exit 1; }
+. tests/rdma/bounded.sh
+bounded 200 python3 "$prog" $cases >"$tmp/tcp.txt" 2>"$tmp/tcp.err" || { echo "FAIL: plain run (exit status $?)"; cat "$tmp/tcp.err"; exit 1; }
+bounded 200 env LD_PRELOAD="$LIB" RDMASOCK_TRANSPORT=rdma RDMASOCK_STATS=1 RDMASOCK_LOG=info python3 "$prog" $cases \
+    >"$tmp/shim.txt" 2>"$tmp/shim.err" || { echo "FAIL: shimmed run (exit status $?)"; cat "$tmp/shim.txt" "$tmp/shim.err"; exit 1; }
 diff -u "$tmp/tcp.txt" "$tmp/shim.txt" || { echo "FAIL: the transcripts differ"; cat "$tmp/shim.err"; exit 1; }
 n=$(wc -w <<<"$cases")
 ups=$(grep -c "upgraded to rdma" "$tmp/shim.err" || true)

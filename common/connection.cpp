@@ -73,6 +73,7 @@ Connection::~Connection() {
 
 bool Connection::stream_closed() {
     if (phase() != Phase::upgraded) return false;
+    drain_socket_now();  // a dead peer's FIN or RST, which no call may have looked at yet
     note_resets();
     return closed_both_ways();
 }

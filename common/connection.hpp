@@ -372,6 +372,10 @@ private:
     // Takes the doorbells now (and a marker or EOF on the TCP socket) unless
     // another thread owns the drain; false then.
     bool drain_if_free();
+    // A sender's look at the TCP socket, at most once every kTcpLookCycles (ring_send).
+    void look_at_socket_now_and_then();
+    static constexpr uint64_t kTcpLookCycles = 2'000'000;  // ~1 ms at 2-3 GHz
+    uint64_t next_tcp_look_ = 0;  // time stamp counter; under write_mu_
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
     std::atomic<bool> tcp_failed_{false};  // socket_failed: the kernel forgot the socket (no FIN at our close)

@@ -3,6 +3,8 @@
 // what one connection looks at: its ring, its TCP socket, its eventfd.
 #include "connection_detail.hpp"
 
+#include <x86intrin.h>
+
 #include <cstring>
 
 #include "interruptible_sleep.hpp"
@@ -121,6 +123,20 @@ bool Connection::drain_if_free() {
     drain_locked();
     release_drain();
     return true;
+}
+
+// A peer that died (its kernel's FIN, or RST where it left our bytes unread)
+// says so only on the TCP socket, which a program that only sends never has
+// us read: TCP's send after the RST fails, ours went on into a ring nobody
+// reads. Looked at now and then (a peek costs a system call, a send on the
+// ring none), the FIN or RST reaches the sender as if it had travelled about
+// a millisecond longer.
+void Connection::look_at_socket_now_and_then() {
+    if (peer_closed_.load(std::memory_order_relaxed) || peer_reset_.load(std::memory_order_relaxed)) return;
+    const uint64_t now = __rdtsc();
+    if (now < next_tcp_look_) return;
+    next_tcp_look_ = now + kTcpLookCycles;
+    drain_if_free();
 }
 
 // ---------------------------------------------------------------- blocking calls

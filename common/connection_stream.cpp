@@ -57,6 +57,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
     const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
     auto& w = transport_->writer();
     size_t total = 0;
+    look_at_socket_now_and_then();
     for (;;) {
         note_resets();
         const bool failed = transport_failed();  // in band: starts the way back instead (false)

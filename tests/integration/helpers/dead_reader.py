@@ -165,4 +165,40 @@ for look in ("poll", "nonblocking recv"):
                 c.setblocking(False)
             print(what, look, "then recvs", recv_twice(c))
             c.close()
+# 8. the peer exits, 0 or 1000 bytes of ours unread, and the next call is not a wait: the
+#    death is news on the TCP socket that nothing may have looked at yet (a program that only
+#    sends: TCP's first send after the RST fails, after a FIN the second)
+import fcntl, struct, termios
+def first_call(c, what):
+    if what == "sends":
+        out = []
+        for _ in range(3):
+            try: out.append(c.send(b"x"))
+            except OSError as e: out.append(err(e))
+            time.sleep(0.05)
+        return out
+    if what == "nonblocking sends":
+        c.setblocking(False)
+        return first_call(c, "sends")
+    if what == "SO_ERROR": return errno.errorcode.get(c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), 0)
+    if what == "getpeername": return c.getpeername()[0]
+    if what == "shutdown(SHUT_WR)": c.shutdown(socket.SHUT_WR); return "ok"
+    if what == "FIONREAD": return struct.unpack("i", fcntl.ioctl(c, termios.FIONREAD, b"\0\0\0\0"))[0]
+    if what == "recv(MSG_PEEK)": return len(c.recv(10, socket.MSG_PEEK))
+    if what == "sendmsg": return c.sendmsg([b"ab"])
+for what in ("sends", "nonblocking sends", "SO_ERROR", "getpeername", "shutdown(SHUT_WR)", "FIONREAD",
+             "recv(MSG_PEEK)", "sendmsg"):
+    for unread in (0, 1000):
+        pid, port = reader_process(read_100_then_exit)
+        c = connect(port)
+        c.sendall(b"r" * (100 + unread))
+        os.waitpid(pid, 0)
+        time.sleep(0.1)  # the FIN or RST has landed (loopback: at once)
+        try: first = first_call(c, what)
+        except OSError as e: first = err(e)
+        c.setblocking(True)
+        try: then = len(c.recv(10))
+        except OSError as e: then = err(e)
+        print(f"peer exited, {unread} bytes unread; first {what}: {first}; then recv: {then}")
+        c.close()
 print("done")

@@ -153,6 +153,10 @@ public:
     // wait for on the kernel fd while sleeping (0: nothing of ours, use the
     // app's own events verbatim because the connection is plain).
     short ready_events(short wanted, short* kernel_events);
+    // The state changes TCP wakes every epoll waiter for (sk_state_change), as
+    // bits that only ever turn on: our shutdown each way, the peer's end (its
+    // FIN, or its RST alone), a RST after its FIN. An edge for EPOLLET.
+    uint32_t state_changes();
     // Before sleeping in poll/epoll: ask the peer for doorbells (Dekker).
     // Returns a token of what was armed, to pass to disarm(); *may_sleep turns
     // false when the transport saw progress in flight (re-check, don't sleep).

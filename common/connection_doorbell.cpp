@@ -91,8 +91,11 @@ void Connection::drain_locked(bool look_tcp) {
     } else if (errno == ECONNRESET) {
         // The peer's RST (SO_LINGER 0, or unread data at its close): ECONNRESET
         // for our reader, not EOF, as TCP reports it (our peek took the
-        // kernel's error: it is ours to report once).
-        if (!peer_reset_.exchange(true)) pending_err_.store(ECONNRESET);
+        // kernel's error: it is ours to report once). After the peer's FIN
+        // (its end-of-stream record landed: CLOSE_WAIT) tcp_reset says EPIPE;
+        // after both FINs, nothing.
+        const bool fin = peer_fin_seen();
+        if (!peer_reset_.exchange(true) && !(fin && shut_wr_)) pending_err_.store(fin ? EPIPE : ECONNRESET);
     } else if (errno == EBADF || errno == ENOTSOCK || errno == ENOMEM || errno == ENOBUFS) {
         // The call's own failure, not the connection's (a retired fd number).
         peer_reset_.store(true);
@@ -203,6 +206,12 @@ int Connection::wait_failed(Wait w) {
 }
 
 // ---------------------------------------------------------------- poll and epoll
+
+uint32_t Connection::state_changes() {
+    if (!transport_) return 0;
+    const bool fin = peer_fin_seen(), reset = peer_reset_.load();
+    return (shut_wr_ ? 1u : 0u) | (shut_rd_ ? 2u : 0u) | (fin || reset ? 4u : 0u) | (fin && reset ? 8u : 0u);
+}
 
 short Connection::ready_events(short wanted, short* kernel_events) {
     *kernel_events = 0;

@@ -43,6 +43,7 @@ struct Interest {
     bool out_reported = false;           // EPOLLET: EPOLLOUT reported since it was last false
     uint64_t full_at_report = 0;         // EPOLLET: send_full_count() when EPOLLOUT was reported
     uint32_t ended_reported = 0;         // EPOLLET: EPOLLHUP/EPOLLERR reported (each one edge, not one per wait)
+    uint32_t state_at_report = ~0u;      // EPOLLET: Connection::state_changes() at the last look (~0u: none yet)
     int wake_fd = -1;                    // the transport's eventfd, registered in the kernel set
     // Hot and cold (epoll_sets.hpp).
     int fd = -1;
@@ -169,6 +170,13 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     uint32_t ev = r & (in.events | EPOLLERR | EPOLLHUP);
     if (in.disabled) return 0;
     if (!(ev & EPOLLOUT)) in.out_reported = false;
+    // A state change (our shutdown, the peer's end, a reset) wakes every
+    // waiter of a TCP socket: an edge-triggered interest reports its whole
+    // mask again, whatever it waits for. One the look finds nothing for is spent.
+    const uint32_t state = c.state_changes();
+    if (in.state_at_report == ~0u) in.state_at_report = state;
+    const bool state_edge = state != in.state_at_report;
+    if (commit && !ev) in.state_at_report = state;
     if (!ev) return 0;
     if (in.events & EPOLLET) {
         // An edge is new data since the last report (a monotonic count), or
@@ -179,7 +187,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
         bool end_edge = (ev & (EPOLLHUP | EPOLLERR) & ~in.ended_reported) != 0;
-        if (!in_edge && !out_edge && !end_edge) return 0;
+        if (!in_edge && !out_edge && !end_edge && !state_edge) return 0;
         // Like Linux, an edge reports the full current mask (new data on a writable
         // socket is EPOLLIN|EPOLLOUT); what it reported is what the next edge is
         // measured against.
@@ -187,6 +195,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
             if (ev & EPOLLIN) in.landed_at_report = landed;
             if (ev & EPOLLOUT) in.out_reported = true, in.full_at_report = full;
             in.ended_reported |= ev & (EPOLLHUP | EPOLLERR);
+            in.state_at_report = state;
         }
     }
     if (commit && (in.events & EPOLLONESHOT)) in.disabled = true;

@@ -122,6 +122,12 @@ public:
     // The error the peer's reset left owed (TCP's sk_err), taken: the next
     // failing call reports it, or getsockopt(SO_ERROR) takes it; 0 if none.
     int take_pending_err();
+    // The same after a look at the TCP socket's news (a dead peer's FIN or
+    // RST): recvmmsg, which reports sk_err before any byte.
+    int take_socket_error();
+    // recvmmsg: an entry after the first met the reset's error, which
+    // do_recvmmsg keeps for the next call (sk_err): owed again.
+    void owe_again(int err);
     // Bytes readable now (FIONREAD), for upgraded connections.
     size_t readable_bytes();
     // Grows with every byte that lands and once more when the end of stream
@@ -392,6 +398,7 @@ private:
     // The reset's error was reported: later reads see the end of the stream,
     // as on TCP, unless the transport itself failed (always ECONNRESET then).
     std::atomic<bool> reset_reported_{false};
+    std::atomic<int> taken_err_{0};  // what take_pending_err last took (owe_again gives back only that)
     // POLLERR stands while an error is owed: the reset's (until reported or
     // taken by SO_ERROR), a failed transport's always.
     bool owes_error() { return !reset_reported_.load() || pending_err_.load() != 0 || transport_failed(); }

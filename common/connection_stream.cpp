@@ -489,6 +489,7 @@ int Connection::take_pending_err() {
     const int e = pending_err_.exchange(0);
     if (e) {
         reset_reported_.store(true);
+        taken_err_.store(e);
         // The kernel's socket got the same RST (the peer's close sent it): its
         // error is this one, taken with it (else its POLLERR would stay up).
         int kernel_err = 0;
@@ -498,6 +499,17 @@ int Connection::take_pending_err() {
         errno = saved;
     }
     return e;
+}
+
+int Connection::take_socket_error() {
+    drain_socket_now();
+    return take_pending_err();
+}
+
+void Connection::owe_again(int err) {
+    if (err == 0 || taken_err_.load() != err) return;
+    int none = 0;
+    if (pending_err_.compare_exchange_strong(none, err)) reset_reported_.store(false);
 }
 
 // FIONREAD and the EPOLLET arrival count may be asked while another thread

@@ -66,6 +66,11 @@ int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout)
         const int64_t end = timeout ? now_ns() + timeout->tv_sec * 1000000000LL + timeout->tv_nsec : 0;
         const unsigned max = vlen > UIO_MAXIOV ? UIO_MAXIOV : vlen;
         if (max == 0) return 0;
+        // do_recvmmsg reports the socket's pending error (a RST's) before any byte.
+        if (const int e = s.conn->take_socket_error()) {
+            errno = e;
+            return -1;
+        }
         int each = flags & ~MSG_WAITFORONE;
         unsigned done = 0;
         int err = 0;
@@ -96,7 +101,9 @@ int recvmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout)
             errno = err;
             return -1;
         }
-        return static_cast<int>(done);  // a later error (not EAGAIN) the kernel keeps for the next call: not kept
+        // A later entry's error (the reset's) the kernel keeps for the next call (sk_err).
+        if (err != EAGAIN && err != EWOULDBLOCK) s.conn->owe_again(err);
+        return static_cast<int>(done);
     };
     auto through_kernel = [&] {
         int r = calls().recvmmsg(fd, msgs, vlen, flags, timeout);

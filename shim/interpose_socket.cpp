@@ -289,7 +289,8 @@ int getpeername(int fd, sockaddr* addr, socklen_t* len) {
 int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
     shim::ErrnoKept kept;
     const bool so_error = level == SOL_SOCKET && name == SO_ERROR && fd_table().contains(fd);
-    // What arrived on the TCP socket first (a dead peer's FIN or RST): the error it makes.
+    // What arrived on the TCP socket first (a dead peer's FIN or RST): the
+    // error it makes. (The look leaves the kernel's own error to the call below.)
     if (so_error)
         if (auto s = fd_table().get(fd); s && s->conn) s->conn->drain_socket_now();
     int r = calls().getsockopt(fd, level, name, value, len);

@@ -142,6 +142,22 @@ def recvmmsg_case():
     rc = libc.recvmmsg(c.fileno(), msgs, 2, 0, None)
     out("recvmmsg", f"after FIN rc={err(rc)} lens={[m.len for m in msgs]}")
     c.close(), s.close()
+    # A reset behind the bytes: the batch returns them, and the error its next entry met is
+    # kept for the next call (do_recvmmsg stores it in sk_err), never lost to an EOF.
+    c, s = pair()
+    c.sendall(b"u" * 100)  # left unread: s's close is a RST
+    s.sendall(b"0123456789")
+    wait_readable(c, 10)
+    time.sleep(0.1)
+    s.close()
+    time.sleep(0.1)
+    bufs = [[ctypes.create_string_buffer(16)], [ctypes.create_string_buffer(16)]]
+    msgs, keep = mmsgs(bufs)
+    rc = libc.recvmmsg(c.fileno(), msgs, 2, 0x10000, None)
+    out("recvmmsg", f"reset behind 10 bytes, waitforone rc={err(rc)} first={bytes(bufs[0][0].raw[:msgs[0].len])!r}")
+    for _ in range(2):
+        out("recvmmsg", f"then recv rc={err(libc.recv(c.fileno(), bufs[1][0], 16, socket.MSG_DONTWAIT))}")
+    c.close()
 
 
 def trunc_case():

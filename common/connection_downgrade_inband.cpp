@@ -166,8 +166,16 @@ bool Connection::hand_over_in_band(const char* why) {
                 left = transport_->reader().readable_bytes();
                 downgrade::unlock(rc->reader_busy);
             }
-            RS_LOG(error, "fd %d: the peer's socket closed before it answered the way back; %zu unread ring bytes stay behind",
-                   fd_, left);
+            if (left == 0) {
+                RS_LOG(info, "fd %d: the peer's socket closed before it answered the way back; nothing of its was unread", fd_);
+                return false;
+            }
+            // Whoever reads the socket next (an exec'd program) must not take
+            // the stream for complete (docs/protocol.md, "A writer that died").
+            char why_lost[128];
+            snprintf(why_lost, sizeof why_lost,
+                     "the peer's socket closed before it answered the way back; %zu unread ring bytes are lost", left);
+            reset_both(why_lost);
             return false;
         }
         if (state(*rc) != kBack) {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# tests/integration/exec_after_death.sh over rdma, in the Soft-RoCE VM: a peer that wrote
+# 300000 bytes and ended (exit, close) before we read them; the program we exec then reads
+# every byte and EOF (as over TCP) or gets an error (ECONNRESET, or EPIPE where our back marker drew the RST), never EOF after fewer bytes.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+LIB=$(readlink -f "$BUILD/librdmasock.so")
+export CHECK_ADDR=${RDMA_VM_ADDR:-127.0.0.1}
+prog=tests/integration/helpers/exec_after_death.py
+. tests/rdma/bounded.sh
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+for how in exit close; do
+    bounded 60 python3 "$prog" "$how" >"$tmp/tcp.txt" 2>&1
+    grep -qx "read 300000 then EOF" "$tmp/tcp.txt" || { echo "FAIL: plain run ($how): $(cat "$tmp/tcp.txt")"; fail=1; }
+    bounded 60 env LD_PRELOAD="$LIB" RDMASOCK_TRANSPORT=rdma RDMASOCK_LOG=info python3 "$prog" "$how" >"$tmp/shim.txt" 2>"$tmp/shim.err"
+    if grep -qx "read 300000 then EOF" "$tmp/shim.txt" || grep -qxE "read [0-9]+ then [A-Za-z]+Error" "$tmp/shim.txt"; then
+        echo "peer $how: $(cat "$tmp/shim.txt") (TCP: every byte, then EOF)"
+    else
+        echo "FAIL: peer $how: a cut stream that looks complete, or worse: $(cat "$tmp/shim.txt" "$tmp/shim.err")"
+        fail=1
+    fi
+    grep -q "upgraded to rdma" "$tmp/shim.err" || { echo "FAIL: peer $how: never on rdma: $(cat "$tmp/shim.err")"; fail=1; }
+done
+exit $fail

@@ -274,6 +274,7 @@ bool Connection::progress_locked(bool app_wants_to_write) {
 bool Connection::progress() {
     Phase ph = phase();
     if (settled(ph)) return false;
+    signals::DeferHandlers held;  // a handler on this thread must not wait for handshake_mu_ (signal_seen.hpp)
     std::lock_guard<std::mutex> lk(handshake_mu_);
     if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)
         return progress_rendezvous(false);  // a readiness query does no I/O

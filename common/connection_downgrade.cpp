@@ -225,6 +225,7 @@ bool Connection::hand_over(const char* why) {
         case Phase::rv_pending:
         case Phase::rv_offered: {
             // No ring yet: every byte is on TCP; make sure none ever moves.
+            signals::DeferHandlers held;  // a handler on this thread must not wait for handshake_mu_
             std::lock_guard<std::mutex> lk(handshake_mu_);
             const Phase p = phase();
             if (p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered) become_plain(why);

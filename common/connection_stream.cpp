@@ -310,7 +310,13 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         // judged first: where it died with our bytes unread, the end we saw
         // stands for the RST it sent (no FIN: the error, then the end).
         if (peer_closed_.load() && !peer_reset_.load()) note_reader_state(false);
-        if ((transport_failed() || peer_reset_.load()) && !peer_fin_seen()) {
+        // The peer's end came before the reset (its FIN, then the RST our send
+        // drew: EPIPE owed, CLOSE_WAIT): TCP's recv says EOF and leaves the
+        // error. A reset first (ours for bytes past our shutdown, a dead
+        // peer's) is reported, whatever end record lands after it.
+        const int owed = pending_err_.load();
+        const bool end_first = owed == EPIPE || (owed == 0 && peer_fin_seen());
+        if ((transport_failed() || peer_reset_.load()) && !end_first) {
             if (total > 0) return static_cast<ssize_t>(total);
             // TCP reports a RST's error once; after that the stream has ended.
             if (int e = take_pending_err()) return errno = e, -1;

@@ -79,7 +79,7 @@ bool Connection::stream_closed() {
 }
 
 bool Connection::closed_both_ways() {
-    return peer_reset_.load() || (shut_wr_ && (peer_closed_.load() || transport_->reader().fin_landed()));
+    return peer_reset_.load() || (shut_wr_ && peer_fin_seen());
 }
 
 bool Connection::unread_at_close() {

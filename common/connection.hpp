@@ -303,6 +303,7 @@ private:
     back_marker::Parse peek_marker(back_marker::Place& p);
     // A byte on the TCP stream that nobody of ours wrote: reset both ends, loudly.
     void reset_both(const char* why);
+    void reset_for_unread(size_t left, const char* when);  // a dead peer left ring bytes a hand-over cannot resend
     // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way
     // (random per connection, 0 = off); the downgrade stress test.
     uint64_t handover_at_ = 0;

@@ -290,14 +290,8 @@ bool Connection::hand_over(const char* why) {
                 size_t left = rd.readable_bytes();
                 rc->back_state.store(kBack, std::memory_order_seq_cst);
                 downgrade::unlock(rc->reader_busy);
-                if (left > 0) {
-                    // Nobody can put them on the TCP socket: the stream must not
-                    // look complete to whoever reads it next (an exec'd program).
-                    char why_lost[128];
-                    snprintf(why_lost, sizeof why_lost,
-                             "the peer's socket closed before it took back %zu unread bytes, which are lost with it", left);
-                    reset_both(why_lost);
-                }
+                // Nobody can put them on the TCP socket again.
+                if (left > 0) reset_for_unread(left, "before it took back its unread bytes");
                 break;
             }
             if (now_us() >= next_note) {

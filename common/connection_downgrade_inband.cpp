@@ -118,6 +118,16 @@ void Connection::read_marker() {
     wake_local();  // a writer asleep on a full ring takes back; readers read TCP
 }
 
+// A hand-over whose peer died with `left` bytes of its in our ring, unread:
+// nobody can send them again. Whoever reads the socket next (an exec'd
+// program) must not take the stream for complete, so it is reset
+// (docs/protocol.md, "A writer that died before it took back").
+void Connection::reset_for_unread(size_t left, const char* when) {
+    char why[160];
+    snprintf(why, sizeof why, "the peer's socket closed %s; %zu unread ring bytes are lost with it", when, left);
+    reset_both(why);
+}
+
 void Connection::reset_both(const char* why) {
     RS_LOG(error, "fd %d: %s; resetting the connection at both ends", fd_, why);
     // connect(AF_UNSPEC) disconnects an established TCP socket with a RST:
@@ -170,12 +180,7 @@ bool Connection::hand_over_in_band(const char* why) {
                 RS_LOG(info, "fd %d: the peer's socket closed before it answered the way back; nothing of its was unread", fd_);
                 return false;
             }
-            // Whoever reads the socket next (an exec'd program) must not take
-            // the stream for complete (docs/protocol.md, "A writer that died").
-            char why_lost[128];
-            snprintf(why_lost, sizeof why_lost,
-                     "the peer's socket closed before it answered the way back; %zu unread ring bytes are lost", left);
-            reset_both(why_lost);
+            reset_for_unread(left, "before it answered the way back");
             return false;
         }
         if (state(*rc) != kBack) {

@@ -288,19 +288,18 @@ int getpeername(int fd, sockaddr* addr, socklen_t* len) {
 // one a ring owes after the peer's reset (Connection::take_pending_err).
 int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
     shim::ErrnoKept kept;
-    const bool so_error = level == SOL_SOCKET && name == SO_ERROR && fd_table().contains(fd);
+    std::shared_ptr<Socket> s;
+    if (level == SOL_SOCKET && name == SO_ERROR && fd_table().contains(fd))
+        if (s = fd_table().get(fd); s && !s->conn) s.reset();
     // What arrived on the TCP socket first (a dead peer's FIN or RST): the
     // error it makes. (The look leaves the kernel's own error to the call below.)
-    if (so_error)
-        if (auto s = fd_table().get(fd); s && s->conn) s->conn->drain_socket_now();
+    if (s) s->conn->drain_socket_now();
     int r = calls().getsockopt(fd, level, name, value, len);
-    if (r == 0 && so_error && value && len && *len >= sizeof(int)) {
-        if (auto s = fd_table().get(fd); s && s->conn) {
-            // The same RST: the ring's view of the stream (whose FIN came
-            // first) names its error, which the kernel's socket cannot know.
-            const int owed = s->conn->take_pending_err();
-            if (owed) *static_cast<int*>(value) = owed;
-        }
+    if (r == 0 && s && value && len && *len >= sizeof(int)) {
+        // The same RST: the ring's view of the stream (whose FIN came
+        // first) names its error, which the kernel's socket cannot know.
+        const int owed = s->conn->take_pending_err();
+        if (owed) *static_cast<int*>(value) = owed;
     }
     return kept(r);
 }

@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "connection_detail.hpp"
 
 #include <sys/stat.h>
@@ -53,7 +54,7 @@ Connection::Connection(int fd, Role role, bool nonblocking, const Config& config
     // A client stays plain unless set_offer() finds a shimmed peer.
     if (role == Role::client) phase_.store(Phase::plain);
     struct stat st;
-    if (syscall(SYS_fstat, fd, &st) == 0) inode_ = st.st_ino;
+    if (raw_syscall(SYS_fstat, fd, &st) == 0) inode_ = st.st_ino;
     if (config.fault.find("handover") != std::string::npos) {
         uint64_t seed = static_cast<uint64_t>(now_us()) * 6364136223846793005ull ^ static_cast<uint64_t>(fd) << 32 ^ getpid();
         seed ^= seed >> 29;
@@ -114,6 +115,15 @@ bool Connection::keep_own_fd() {
     own_fd_ = true;
     RS_LOG(debug, "fd %d: the connection now holds its own fd %d", app_fd, d);
     return true;
+}
+
+void Connection::lose_fd_number(int fd) {
+    signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
+    std::lock_guard<std::mutex> lk(fd_mu_);
+    if (own_fd_ || fd_ != fd) return;  // its own dup still names the socket
+    __atomic_store_n(&fd_, -1, __ATOMIC_RELEASE);
+    RS_LOG(warn, "fd %d was closed without the shim seeing it (a system call made without libc?) and now names another "
+                 "file: its connection is dropped", fd);
 }
 
 void Connection::forget_other_threads() {
@@ -408,7 +418,7 @@ int Connection::shutdown(int how) {
         // (the parent reads EOF or a reset as over TCP). The FIN record is the
         // owner's to write: the connection goes back to TCP, and the kernel shuts it.
         if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
-        return static_cast<int>(syscall(SYS_shutdown, fd_, how));
+        return static_cast<int>(raw_syscall(SYS_shutdown, fd_, how));
     }
     if (phase() != Phase::upgraded) {
         // The kernel carries this one (the caller shuts the TCP socket down); a

@@ -203,6 +203,11 @@ public:
     // The socket's last fd is closed and no call is in progress: close the
     // private dup, if any, and use no fd number from now on (calls get EBADF).
     void retire_fd();
+    // `fd` was closed where the shim could not see it (a system call made
+    // without libc) and the kernel has handed the number out again: the
+    // connection stops using it at once (calls get EBADF, its last close
+    // touches no kernel socket), never reaching the number's new file.
+    void lose_fd_number(int fd);
     bool holds_own_fd() const { return own_fd_; }
     // The socket's inode (fstat at creation): its identity under any fd number,
     // in any process that shares our memory (a vfork child after its dup2).

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "raw_syscall.hpp"
 #include "connection.hpp"
 #include "wait_engine.hpp"
 
@@ -75,7 +76,7 @@ inline void no_delay(int fd) {
 inline size_t kernel_inq(int fd) {
     int q = 0;
     int saved = errno;
-    if (syscall(SYS_ioctl, fd, FIONREAD, &q) != 0) q = 0;
+    if (raw_syscall(SYS_ioctl, fd, FIONREAD, &q) != 0) q = 0;
     errno = saved;
     return q > 0 ? static_cast<size_t>(q) : 0;
 }
@@ -83,17 +84,17 @@ inline size_t kernel_inq(int fd) {
 // SOL_SOCKET options from the kernel itself: getsockopt is interposed (SO_ERROR
 // takes what a ring owes), and the close path may hold the fd table's locks.
 inline int kernel_sockopt_get(int fd, int name, void* value, socklen_t* len) {
-    return static_cast<int>(syscall(SYS_getsockopt, fd, SOL_SOCKET, name, value, len));
+    return static_cast<int>(raw_syscall(SYS_getsockopt, fd, SOL_SOCKET, name, value, len));
 }
 inline int kernel_sockopt_set(int fd, int name, const void* value, socklen_t len) {
-    return static_cast<int>(syscall(SYS_setsockopt, fd, SOL_SOCKET, name, value, len));
+    return static_cast<int>(raw_syscall(SYS_setsockopt, fd, SOL_SOCKET, name, value, len));
 }
 
 // The kernel's shutdown(2): ::shutdown is interposed, and for a connection
 // still marked upgraded it would only end the ring.
 inline void kernel_shutdown(int fd, int how) {
     int saved = errno;
-    syscall(SYS_shutdown, fd, how);
+    raw_syscall(SYS_shutdown, fd, how);
     errno = saved;
 }
 

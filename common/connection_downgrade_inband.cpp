@@ -15,6 +15,7 @@
 //     then tx: -> back; both back: plain (finish_downgrade)
 // Each side sends exactly one marker and sends its take-back only after it, so
 // the first TCP byte after a marker is always the next stream byte.
+#include "raw_syscall.hpp"
 #include "connection_detail.hpp"
 
 #include "back_marker.hpp"
@@ -136,7 +137,7 @@ void Connection::reset_both(const char* why) {
     const int saved = errno;
     sockaddr sa{};
     sa.sa_family = AF_UNSPEC;
-    syscall(SYS_connect, fd_, &sa, sizeof sa);  // a raw call: connect() is interposed
+    raw_syscall(SYS_connect, fd_, &sa, sizeof sa);  // a raw call: connect() is interposed
     errno = saved;
     peer_reset_.store(true);
     wake_local();

@@ -54,6 +54,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 phase_.store(Phase::rv_offered, std::memory_order_release);
                 return true;
             }
+            RS_LOG(debug, "fd %d: no side channel (%s): the client may still ask in band", fd_, rv_->why().c_str());
             rv_.reset();
             side_tried_ = false;
             // No side channel: the client may still speak in band (an RDMA HELLO, which

@@ -14,6 +14,7 @@
 // (Connection::wait_failed, shim/io_path.hpp). A call the kernel's socket must
 // answer alone (an option only the kernel has, kernel_only.hpp) keeps the
 // kernel's blocking call.
+#include "raw_syscall.hpp"
 #include "connection_detail.hpp"
 
 #include <fcntl.h>
@@ -69,7 +70,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         // call: the shim's fcntl refuses a private dup of ours).
         if (!flags_read) {
             flags_read = true;
-            const long fl = syscall(SYS_fcntl, fd_, F_GETFL);
+            const long fl = raw_syscall(SYS_fcntl, fd_, F_GETFL);
             if (fl >= 0 && (fl & O_NONBLOCK)) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;

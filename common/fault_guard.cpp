@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "fault_guard.hpp"
 
 #include <dlfcn.h>
@@ -228,7 +229,7 @@ void forward(int sig, siginfo_t* si, void* uc) {
         // die of it. A fault recurs once we return; a sent signal is sent
         // again, and stays pending (blocked in here) until we return.
         set_default(sig);
-        if (!fault) syscall(SYS_tgkill, getpid(), static_cast<pid_t>(syscall(SYS_gettid)), sig);
+        if (!fault) raw_syscall(SYS_tgkill, getpid(), static_cast<pid_t>(raw_syscall(SYS_gettid)), sig);
         return;
     }
     if (app.sa_flags & SA_RESETHAND) {

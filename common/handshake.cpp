@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "handshake.hpp"
 
 #include <fcntl.h>
@@ -173,11 +174,11 @@ namespace {
 // must not re-enter the shim's own read()/close().
 std::array<uint8_t, 16> read_boot_id() {
     std::array<uint8_t, 16> id{};
-    int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
+    int fd = static_cast<int>(raw_syscall(SYS_openat, AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
     if (fd < 0) return id;
     char text[64] = {};
-    ssize_t n = syscall(SYS_read, fd, text, sizeof text - 1);
-    syscall(SYS_close, fd);
+    ssize_t n = raw_syscall(SYS_read, fd, text, sizeof text - 1);
+    raw_syscall(SYS_close, fd);
     size_t j = 0;
     for (ssize_t i = 0; i < n && j < 32; ++i) {
         char c = text[i];

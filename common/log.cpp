@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "log.hpp"
 
 #include <signal.h>
@@ -32,7 +33,7 @@ void emit(const char* prefix, const char* fmt, va_list ap) {
     sigemptyset(&xfsz);
     sigaddset(&xfsz, SIGXFSZ);
     pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-    if (syscall(SYS_write, 2, buf, len) < 0 && errno == EFBIG && !sigismember(&old, SIGXFSZ)) {
+    if (raw_syscall(SYS_write, 2, buf, len) < 0 && errno == EFBIG && !sigismember(&old, SIGXFSZ)) {
         timespec none{0, 0};
         sigtimedwait(&xfsz, nullptr, &none);
     }

@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "own_fd.hpp"
 
 #include <fcntl.h>
@@ -52,8 +53,8 @@ int high_base() {
 
 int dup_high(int fd) {
     const int base = high_base();
-    int d = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base));
-    if (d < 0 && base > 0) d = static_cast<int>(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));
+    int d = static_cast<int>(raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base));
+    if (d < 0 && base > 0) d = static_cast<int>(raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));
     return d;
 }
 
@@ -63,8 +64,8 @@ int adopt_own_fd(int fd) {
     if (fd < 0) return fd;
     const int saved = errno;
     int d = dup_high(fd);
-    if (d >= 0 && d > fd) syscall(SYS_close, fd);
-    else if (d >= 0) syscall(SYS_close, d), d = fd;  // no higher number free: keep it where it is
+    if (d >= 0 && d > fd) raw_syscall(SYS_close, fd);
+    else if (d >= 0) raw_syscall(SYS_close, d), d = fd;  // no higher number free: keep it where it is
     else d = fd;
     set_mark(d, true);
     errno = saved;
@@ -110,7 +111,7 @@ void close_own_fd(int fd) {
     // Marked until closed (the program's close of it stays EBADF), unmarked
     // before anyone asks again (is_own_fd waits out the closing bit).
     set_bit(g_closing, fd, true);
-    syscall(SYS_close, fd);
+    raw_syscall(SYS_close, fd);
     set_mark(fd, false);
     set_bit(g_closing, fd, false);
     errno = saved;

@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "rdma_transport.hpp"
 
 #include "wait_engine.hpp"
@@ -118,9 +119,9 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     {
         // Non-blocking: drain_wake() must never block on a missing event. Not
         // inherited across exec. A raw fcntl: the shim interposes fcntl.
-        long fl = syscall(SYS_fcntl, t->channel_->fd, F_GETFL);
-        if (fl < 0 || syscall(SYS_fcntl, t->channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
-            syscall(SYS_fcntl, t->channel_->fd, F_SETFD, FD_CLOEXEC) < 0) {
+        long fl = raw_syscall(SYS_fcntl, t->channel_->fd, F_GETFL);
+        if (fl < 0 || raw_syscall(SYS_fcntl, t->channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+            raw_syscall(SYS_fcntl, t->channel_->fd, F_SETFD, FD_CLOEXEC) < 0) {
             err = "fcntl(O_NONBLOCK) on the completion channel failed: " + errno_text(errno);
             return nullptr;
         }
@@ -130,7 +131,7 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     }
     // Our own sleepers' doorbell (shutdown from another thread, the way back):
     // nobody but the peer's NIC can raise an event on the channel.
-    t->self_wake_ = adopt_own_fd(static_cast<int>(syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC)));
+    t->self_wake_ = adopt_own_fd(static_cast<int>(raw_syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC)));
     if (t->self_wake_ < 0) {
         err = "eventfd failed: " + errno_text(errno);
         return nullptr;
@@ -594,7 +595,7 @@ bool RdmaTransport::arm_writer(bool on) { return arm(on); }
 bool RdmaTransport::wake_self() {
     const int saved = errno;
     uint64_t one = 1;
-    (void)syscall(SYS_write, self_wake_, &one, sizeof one);
+    (void)raw_syscall(SYS_write, self_wake_, &one, sizeof one);
     self_woken_.store(true, std::memory_order_release);  // after the write: drain_wake reads only then
     errno = saved;
     return true;
@@ -604,7 +605,7 @@ void RdmaTransport::drain_wake() {
     const int saved = errno;
     if (self_woken_.exchange(false, std::memory_order_acq_rel)) {
         uint64_t v;
-        (void)syscall(SYS_read, self_wake_, &v, sizeof v);
+        (void)raw_syscall(SYS_read, self_wake_, &v, sizeof v);
     }
     errno = saved;
     if (!connected_ || pid_ != current_pid()) return;

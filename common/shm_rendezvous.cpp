@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "shm_rendezvous.hpp"
 
 #include <fcntl.h>
@@ -53,8 +54,8 @@ bool is_eventfd(int fd) {
     ssize_t n = ::readlink(path, link, sizeof link - 1);
     bool ok = n > 0 && (link[n] = 0, std::strcmp(link, "anon_inode:[eventfd]") == 0);
     if (ok) {
-        long fl = syscall(SYS_fcntl, fd, F_GETFL);  // raw: the shim's fcntl hides its own fds
-        ok = fl >= 0 && syscall(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK) == 0;
+        long fl = raw_syscall(SYS_fcntl, fd, F_GETFL);  // raw: the shim's fcntl hides its own fds
+        ok = fl >= 0 && raw_syscall(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK) == 0;
     }
     errno = saved;
     return ok;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "raw_syscall.hpp"
 #include "shm_channel.hpp"
 #include "transport.hpp"
 #include "own_fd.hpp"
@@ -37,7 +38,7 @@ public:
         if (wake_ < 0) return false;
         int saved = errno;
         uint64_t one = 1;
-        (void)syscall(SYS_write, wake_, &one, sizeof one);  // a raw write: write() is interposed
+        (void)raw_syscall(SYS_write, wake_, &one, sizeof one);  // a raw write: write() is interposed
         errno = saved;
         return true;
     }

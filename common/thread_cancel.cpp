@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "thread_cancel.hpp"
 
 #include <signal.h>
@@ -60,7 +61,7 @@ Record& mine() {
         });
         std::lock_guard<std::mutex> lk(g_mu);
         r.self = pthread_self();
-        r.tid = static_cast<pid_t>(syscall(SYS_gettid));
+        r.tid = static_cast<pid_t>(raw_syscall(SYS_gettid));
         r.generation = gen;
         if (std::find(g_list->begin(), g_list->end(), &r) == g_list->end()) g_list->push_back(&r);
         pthread_setspecific(g_exit_key, &r);
@@ -91,7 +92,7 @@ void requested(pthread_t target) {
 #ifdef __GLIBC__
             // glibc's SIGCANCEL (__SIGRTMIN): libc's pthread_cancel installed its
             // handler, which for a deferred thread only notes the request.
-            syscall(SYS_tgkill, getpid(), r->tid, __SIGRTMIN);
+            raw_syscall(SYS_tgkill, getpid(), r->tid, __SIGRTMIN);
 #endif
         }
         break;

@@ -1,3 +1,4 @@
+#include "raw_syscall.hpp"
 #include "fd_life.hpp"
 
 #include <fcntl.h>
@@ -32,9 +33,15 @@ void forget_fd(int fd) {
     if (dupped) epoll_forget_socket(dupped.get());
 }
 
+void forget_stale_fd(int fd) {
+    if (fd < 0 || !fd_table().contains(fd) || in_vfork_child()) return;
+    if (auto s = fd_table().get(fd); s && s->conn) s->conn->lose_fd_number(fd);
+    forget_fd(fd);
+}
+
 int track_dup(int oldfd, int newfd) {
     if (newfd < 0 || oldfd == newfd || in_vfork_child()) return newfd;
-    if (fd_table().contains(newfd)) forget_fd(newfd);  // a stale entry: the kernel says the number was free
+    forget_stale_fd(newfd);  // the kernel says the number was free
     if (auto s = fd_table().get(oldfd)) {
         s->fd_refs.fetch_add(1);
         s->dupped.store(true, std::memory_order_relaxed);
@@ -48,7 +55,7 @@ void before_replace(int oldfd, int newfd) {
     const bool tracked = fd_table().contains(newfd);
     if (!tracked && !epoll_any()) return;
     int saved = errno;
-    const bool old_open = syscall(SYS_fcntl, oldfd, F_GETFD) >= 0;
+    const bool old_open = raw_syscall(SYS_fcntl, oldfd, F_GETFD) >= 0;
     errno = saved;
     if (!old_open) return;
     cancel::Shield shield;

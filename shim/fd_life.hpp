@@ -8,6 +8,11 @@ namespace rdmasock::shim {
 // `fd` is about to stop naming its socket (close, dup2 over it, close_range,
 // fclose): drop its entry before the kernel frees the number. Safe for any fd.
 void forget_fd(int fd);
+// The kernel has just handed out `fd` (socket, accept, dup, epoll_create): an
+// entry still under that number is a socket closed where the shim could not
+// see it. Its connection lets go of the number, then it is forgotten as at a
+// close. Safe for any fd, and for -1.
+void forget_stale_fd(int fd);
 // `newfd` (a dup of `oldfd`, or a failure < 0) now names oldfd's socket too.
 int track_dup(int oldfd, int newfd);
 // dup2/dup3 over `newfd` (a tracked socket, an epoll set, a set's eventfd):

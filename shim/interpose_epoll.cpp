@@ -5,6 +5,7 @@
 
 #include "errno_keep.hpp"
 #include "epoll_sets.hpp"
+#include "fd_life.hpp"
 #include "signal_seen.hpp"
 #include "real_calls.hpp"
 
@@ -14,12 +15,14 @@ extern "C" {
 // another one is exposed by the outer one's waits (epoll_sets.hpp).
 int epoll_create(int size) {
     int fd = rdmasock::real::calls().epoll_create(size);
+    rdmasock::shim::forget_stale_fd(fd);
     if (fd >= 0) rdmasock::shim::epoll_created(fd);
     return fd;
 }
 
 int epoll_create1(int flags) {
     int fd = rdmasock::real::calls().epoll_create1(flags);
+    rdmasock::shim::forget_stale_fd(fd);
     if (fd >= 0) rdmasock::shim::epoll_created(fd);
     return fd;
 }

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 
+#include "raw_syscall.hpp"
 #include "errno_keep.hpp"
 #include "epoll_sets.hpp"
 #include "fd_life.hpp"
@@ -66,7 +67,7 @@ int around_own_fds(unsigned first, unsigned last, const std::vector<int>& own, C
 
 int real_close_range(unsigned first, unsigned last, int flags) {
     if (calls().close_range) return calls().close_range(first, last, flags);
-    return static_cast<int>(syscall(SYS_close_range, first, last, flags));
+    return static_cast<int>(raw_syscall(SYS_close_range, first, last, flags));
 }
 
 }  // namespace
@@ -120,7 +121,7 @@ void closefrom(int lowfd) {
     const std::vector<int> own = lowfd >= 0 && !in_vfork_child() ? own_fds_in(first, UINT_MAX) : std::vector<int>{};
     if (own.empty()) {
         if (calls().closefrom) return calls().closefrom(lowfd);
-        syscall(SYS_close_range, lowfd, UINT_MAX, 0);
+        raw_syscall(SYS_close_range, lowfd, UINT_MAX, 0);
         return;
     }
     const int saved = errno;  // closefrom returns nothing and keeps errno

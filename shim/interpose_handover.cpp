@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "raw_syscall.hpp"
 #include "errno_keep.hpp"
 #include "fd_table.hpp"
 #include "log.hpp"
@@ -52,20 +53,20 @@ void hand_over_fd(int fd, const char* why) {
 // table can differ from ours, e.g. after its dup2 onto 0, 1 or 2).
 std::vector<ino_t> inherited_socket_inodes(unsigned skip_first = 1, unsigned skip_last = 0) {
     std::vector<ino_t> out;
-    int dir = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    int dir = static_cast<int>(raw_syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir < 0) {
         // No /proc (a chroot, a sandbox): the numbers the shim knows, as they are here.
         for (int fd : fd_table().present_in(0, INT_MAX)) {
             if (static_cast<unsigned>(fd) >= skip_first && static_cast<unsigned>(fd) <= skip_last) continue;
-            int fl = static_cast<int>(syscall(SYS_fcntl, fd, F_GETFD));
+            int fl = static_cast<int>(raw_syscall(SYS_fcntl, fd, F_GETFD));
             struct stat st;
-            if (fl >= 0 && !(fl & FD_CLOEXEC) && syscall(SYS_fstat, fd, &st) == 0 && S_ISSOCK(st.st_mode)) out.push_back(st.st_ino);
+            if (fl >= 0 && !(fl & FD_CLOEXEC) && raw_syscall(SYS_fstat, fd, &st) == 0 && S_ISSOCK(st.st_mode)) out.push_back(st.st_ino);
         }
         return out;
     }
     alignas(8) char buf[4096];
     for (;;) {
-        long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+        long n = raw_syscall(SYS_getdents64, dir, buf, sizeof buf);
         if (n <= 0) break;
         for (long off = 0; off < n;) {
             auto* d = reinterpret_cast<struct dirent64*>(buf + off);
@@ -74,14 +75,14 @@ std::vector<ino_t> inherited_socket_inodes(unsigned skip_first = 1, unsigned ski
             long fd = strtol(d->d_name, &end, 10);
             if (*end || end == d->d_name || fd == dir) continue;
             if (static_cast<unsigned long>(fd) >= skip_first && static_cast<unsigned long>(fd) <= skip_last) continue;
-            int fl = static_cast<int>(syscall(SYS_fcntl, static_cast<int>(fd), F_GETFD));
+            int fl = static_cast<int>(raw_syscall(SYS_fcntl, static_cast<int>(fd), F_GETFD));
             struct stat st;
-            if (fl < 0 || (fl & FD_CLOEXEC) || syscall(SYS_fstat, static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
+            if (fl < 0 || (fl & FD_CLOEXEC) || raw_syscall(SYS_fstat, static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
                 continue;
             out.push_back(st.st_ino);
         }
     }
-    syscall(SYS_close, dir);
+    raw_syscall(SYS_close, dir);
     return out;
 }
 
@@ -187,7 +188,7 @@ int fexecve(int fd, char* const argv[], char* const envp[]) {
 
 int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
     hand_over_inherited("exec");
-    return static_cast<int>(syscall(SYS_execveat, dirfd, path, argv, envp, flags));
+    return static_cast<int>(raw_syscall(SYS_execveat, dirfd, path, argv, envp, flags));
 }
 
 // The list forms reach execve inside libc, where no interposer sees them.
@@ -259,7 +260,7 @@ int prctl(int option, ...) {
         silence_log();
         errno = saved;
     }
-    return kept(static_cast<int>(syscall(SYS_prctl, option, a2, a3, a4, a5)));
+    return kept(static_cast<int>(raw_syscall(SYS_prctl, option, a2, a3, a4, a5)));
 }
 
 FILE* fdopen(int fd, const char* mode) {

@@ -64,6 +64,7 @@ extern "C" {
 int socket(int domain, int type, int protocol) {
     shim::ErrnoKept kept;
     int fd = calls().socket(domain, type, protocol);
+    shim::forget_stale_fd(fd);
     if (fd >= 0 && is_tcp(domain, type, protocol)) {
         auto s = std::make_shared<Socket>();
         s->nonblocking = type & SOCK_NONBLOCK;
@@ -158,6 +159,7 @@ int listen(int fd, int backlog) {
 
 static int accepted(int listen_fd, int fd, int flags) {
     if (fd < 0) return fd;
+    shim::forget_stale_fd(fd);
     auto l = fd_table().get(listen_fd);
     if (l && l->listening) {
         auto s = std::make_shared<Socket>();

@@ -196,7 +196,13 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             if (got > 0) {
                 total += static_cast<size_t>(got);
                 if (!peek) tcp_rx_.fetch_add(static_cast<uint64_t>(got), std::memory_order_relaxed);
-                if (!waitall || total == want) return static_cast<ssize_t>(total);
+                // Up to the peer's switch: its next bytes wait in the ring, and TCP's
+                // recv returns all that is queued. A read cut at the switch looks like
+                // an emptied queue to a program that takes a short read after
+                // POLLRDHUP for the end of the stream (haproxy does): the read goes on
+                // into the ring.
+                const bool at_switch = !peek && at != RingControl::kNotSwitched && !rx_back() && tcp_rx_.load() == at;
+                if (total == want || (!waitall && !at_switch)) return static_cast<ssize_t>(total);
                 continue;
             }
             if (got == 0) return static_cast<ssize_t>(total);  // end of stream before the switch
@@ -237,7 +243,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 return -1;
             }
             if (shut_rd_.load()) return static_cast<ssize_t>(total);
-            if (nb) {
+            if (nb || (total > 0 && !waitall)) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;
                 return -1;
@@ -336,7 +342,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             // Bytes, the end, or a reset or socket error the drain found: the loop's top reports it.
             if (rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load()) continue;
         }
-        if (nb) {
+        if (nb || (total > 0 && !waitall)) {  // (bytes from TCP before the switch: they are the call's)
             if (total > 0) return static_cast<ssize_t>(total);
             errno = EAGAIN;
             return -1;

@@ -1,7 +1,7 @@
 // Calls after which the shim no longer sees a socket's bytes: exec (the new
 // program reads the kernel socket), SCM_RIGHTS (another process does),
-// fdopen (stdio reads and writes through libc's internal calls) and splice
-// (the kernel moves the bytes). Before each, the connection goes back to TCP
+// and fdopen (stdio reads and writes through libc's internal calls). (splice:
+// the shim moves the bytes itself, splice_ring.hpp.) Before each, the connection goes back to TCP
 // in order (Connection::hand_over; docs/protocol.md, "Downgrade"), so the
 // bytes are where the new reader or writer looks, and it stays plain TCP.
 #include <dirent.h>
@@ -27,6 +27,9 @@
 #include "fd_table.hpp"
 #include "log.hpp"
 #include "shim_state.hpp"
+#include "io_path.hpp"
+#include "signal_seen.hpp"
+#include "splice_ring.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::shim;
@@ -272,8 +275,13 @@ FILE* fdopen(int fd, const char* mode) {
 ssize_t splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags) {
     shim::ErrnoKept kept;
     REAL(splice);
-    hand_over_fd(fd_in, "splice");
-    hand_over_fd(fd_out, "splice");
+    {
+        // A connection on a ring: the shim moves its bytes (splice_ring.hpp).
+        signals::HandlersAtReturn at_return;
+        Call h;
+        if (active(fd_in, h)) return kept(splice_from_ring(*h.s, off_in, fd_out, off_out, len, flags));
+        if (active(fd_out, h)) return kept(splice_to_ring(fd_in, off_in, *h.s, off_out, len, flags));
+    }
     return kept(real_splice(fd_in, off_in, fd_out, off_out, len, flags));
 }
 

@@ -4,7 +4,8 @@
 # forked child that writes while its parent closes, a vfork child with the socket as stdin and
 # stdout, fdopen'ed stdio, splice, and an exec whose peer is an asyncio (epoll) client. Each time the client's bytes sit unread in the ring when
 # the socket changes hands. Same transcript over plain TCP and shimmed; under the shim every
-# connection was on shared memory, then handed back to TCP by both ends.
+# connection was on shared memory, then handed back to TCP by both ends (splice: the shim moves
+# the bytes itself and the connection stays on shared memory, shim/splice_ring.hpp).
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d=$IT_TMP
@@ -21,7 +22,7 @@ handed=$(grep -c "reason=handed back to tcp" "$d/shim.err" || true)
 peers=$(grep -c "reason=the peer handed the stream back to tcp" "$d/shim.err" || true)
 it_log "upgraded ends: $ups, handed back: $handed, peers that followed: $peers"
 (( ups >= 16 )) || it_fail "expected both ends of 8 connections on shm first, saw $ups upgrades"
-(( peers >= 8 )) || it_fail "expected 8 clients to follow the hand-over, saw $peers"
+(( peers >= 7 )) || it_fail "expected 7 clients to follow the hand-over (all but splice's), saw $peers"
 (( handed >= 5 )) || it_fail "expected the server ends to hand over, saw $handed"
 grep -E "rdmasock\[[0-9]+\]: error" "$d/shim.err" && it_fail "the shim logged errors"
 cat "$d/tcp.txt"

@@ -1,0 +1,107 @@
+#include "splice_ring.hpp"
+
+#include <poll.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "io_path.hpp"
+#include "raw_syscall.hpp"
+#include "real_calls.hpp"
+
+namespace rdmasock::shim {
+
+namespace {
+
+// The pipe end's checks of do_splice: open the right way, a pipe at all.
+bool pipe_end_ok(int fd, bool write_end) {
+    struct stat st {};
+    const int fl = real::calls().fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) == (write_end ? O_RDONLY : O_WRONLY)) return errno = EBADF, false;
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return errno = EINVAL, false;  // no pipe on either side
+    return true;
+}
+
+// splice()'s blocking rule for the pipe side: SPLICE_F_NONBLOCK, not the
+// pipe's O_NONBLOCK, says whether it waits (for room, or for bytes).
+bool wait_on_pipe(int fd, short events, unsigned flags) {
+    if (flags & SPLICE_F_NONBLOCK) {
+        errno = EAGAIN;
+        return false;
+    }
+    pollfd p{fd, events, 0};
+    return real::calls().poll(&p, 1, -1) >= 0;  // EINTR: the caller returns it
+}
+
+// A private, nonblocking pipe, closed with the call: it holds the bytes in
+// between, so that the application's pipe gives or takes only what it can
+// without blocking, whatever its own O_NONBLOCK (a pipe's room is counted in
+// pages, not bytes: a write sized by FIONREAD blocked on a pipe that looked
+// free enough).
+struct PrivatePipe {
+    int fd[2] = {-1, -1};
+    PrivatePipe() {
+        if (raw_syscall(SYS_pipe2, fd, O_CLOEXEC | O_NONBLOCK) != 0) fd[0] = fd[1] = -1;
+    }
+    ~PrivatePipe() {
+        const int e = errno;
+        for (int f : fd)
+            if (f >= 0) raw_syscall(SYS_close, f);
+        errno = e;
+    }
+    PrivatePipe(const PrivatePipe&) = delete;
+    PrivatePipe& operator=(const PrivatePipe&) = delete;
+};
+
+constexpr size_t kChunk = 65536;  // a fresh pipe's capacity: a write of this much never blocks
+
+}  // namespace
+
+ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags) {
+    // The kernel's checks, in its order (do_splice).
+    if (!pipe_end_ok(pipe_fd, true)) return -1;
+    if (off_out) return errno = ESPIPE, -1;
+    if (off_in) return errno = EINVAL, -1;
+    if (len == 0) return 0;
+    PrivatePipe held;
+    if (held.fd[0] < 0) return -1;  // EMFILE/ENFILE
+    thread_local std::vector<char> buf;
+    if (buf.size() < kChunk) buf.resize(kChunk);
+    // Peeked: the bytes stay in the ring until the application's pipe has them.
+    const ssize_t n = recv_one(s, buf.data(), std::min(len, kChunk), MSG_PEEK);
+    if (n <= 0) return n;
+    if (real::calls().write(held.fd[1], buf.data(), static_cast<size_t>(n)) != n) return errno = EIO, -1;
+    for (;;) {
+        const ssize_t k = raw_syscall(SYS_splice, held.fd[0], nullptr, pipe_fd, nullptr, n, SPLICE_F_NONBLOCK);
+        if (k > 0) return recv_one(s, buf.data(), static_cast<size_t>(k), MSG_DONTWAIT);  // what the pipe took leaves the ring
+        if (k == 0 || errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLOUT, flags)) return k;
+    }
+}
+
+ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, size_t len, unsigned flags) {
+    if (!pipe_end_ok(pipe_fd, false)) return -1;
+    if (off_in) return errno = ESPIPE, -1;
+    if (off_out) return errno = EINVAL, -1;
+    if (len == 0) return 0;
+    PrivatePipe copy;
+    if (copy.fd[0] < 0) return -1;
+    thread_local std::vector<char> buf;
+    if (buf.size() < kChunk) buf.resize(kChunk);
+    for (;;) {
+        // Duplicated, not taken: the application's pipe keeps them until sent.
+        const ssize_t n = raw_syscall(SYS_tee, pipe_fd, copy.fd[1], std::min(len, kChunk), SPLICE_F_NONBLOCK);
+        if (n == 0) return 0;  // empty, and no writer left
+        if (n < 0) {
+            if (errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLIN, flags)) return -1;
+            continue;
+        }
+        if (real::calls().read(copy.fd[0], buf.data(), static_cast<size_t>(n)) != n) return errno = EIO, -1;
+        const ssize_t sent = send_one(s, buf.data(), static_cast<size_t>(n), (flags & SPLICE_F_MORE) ? MSG_MORE : 0);
+        if (sent <= 0) return sent;  // the pipe keeps every byte, as after the kernel's failed splice
+        return real::calls().read(pipe_fd, buf.data(), static_cast<size_t>(sent));  // what the ring took leaves the pipe
+    }
+}
+
+}  // namespace rdmasock::shim

@@ -1,0 +1,110 @@
+"""splice() on connections the shim carries on a ring: the shim moves the
+bytes itself (shim/splice_ring.hpp). Before, it handed the connection back to
+TCP first, and where the peer had already ended with bytes of its still in our
+ring nobody could send them again: the splice reset the connection and they
+were lost (haproxy with `option splice-auto` cut responses). Prints what each
+side sees; run over plain TCP and under the shim, the transcripts must be equal.
+"""
+import errno, fcntl, hashlib, os, socket, tempfile, time
+
+def pair():
+    """A connected pair, a few round trips made (under the shim: on shared memory)."""
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+    a = socket.create_connection(l.getsockname()); b, _ = l.accept(); l.close()
+    for i in range(3):
+        a.sendall(b"x" * 64); b.recv(64); b.sendall(b"y" * 64); a.recv(64)
+    time.sleep(0.2)
+    return a, b
+
+def tryit(f):
+    try: return f()
+    except OSError as e: return "err " + errno.errorcode[e.errno]
+
+def digest(b): return hashlib.sha256(b).hexdigest()[:16]
+
+def splice_all_out(s, r, w):
+    """socket -> pipe until the end, reading the pipe after each splice."""
+    got = b""
+    while True:
+        n = os.splice(s.fileno(), w, 65536)
+        if n == 0: return got
+        got += os.read(r, n)
+
+blob = bytes((i * 7 + 3) % 251 for i in range(300000))
+
+# 1. The peer wrote, then closed, before we read a byte: every byte, then the end.
+print("peer-ended-unread")
+a, b = pair()
+a.sendall(blob); a.close(); time.sleep(0.3)
+r, w = os.pipe()
+got = splice_all_out(b, r, w)
+print("  got", len(got), digest(got) == digest(blob), "then EOF")
+print("  recv after", tryit(lambda: b.recv(10)))
+b.close(); os.close(r); os.close(w)
+
+# 2. Both ways through pipes while the peer is there, then its end.
+print("both-ways")
+a, b = pair()
+r, w = os.pipe()
+a.sendall(blob[:100000])
+data = b""
+while len(data) < 100000:
+    n = os.splice(b.fileno(), w, min(65536, 100000 - len(data)))
+    data += os.read(r, n)
+print("  socket->pipe", len(data), data == blob[:100000])
+# pipe -> socket: the pipe's bytes go to the peer
+sent = 0
+while sent < len(data):
+    os.write(w, data[sent:sent + 65536])
+    left = min(65536, len(data) - sent)
+    while left: n = os.splice(r, b.fileno(), left); left -= n; sent += n
+back = b""
+while len(back) < len(data): back += a.recv(65536)
+print("  pipe->socket", len(back), back == data)
+a.shutdown(socket.SHUT_WR)
+print("  splice after the peer's end", os.splice(b.fileno(), w, 4096))
+a.close(); b.close(); os.close(r); os.close(w)
+
+# 3. Nothing to move: a nonblocking socket says EAGAIN (SPLICE_F_NONBLOCK is the pipe's side
+#    only); an empty pipe with no writer says 0.
+print("nothing-yet")
+a, b = pair()
+r, w = os.pipe()
+b.setblocking(False)
+print("  nonblocking socket", tryit(lambda: os.splice(b.fileno(), w, 4096)))
+b.setblocking(True)
+os.close(w)
+print("  empty pipe, no writer", tryit(lambda: os.splice(r, a.fileno(), 4096)))
+a.close(); b.close(); os.close(r)
+
+# 4. A full pipe: a nonblocking splice moves nothing and loses nothing.
+print("full-pipe")
+a, b = pair()
+r, w = os.pipe()
+fcntl.fcntl(w, fcntl.F_SETFL, os.O_NONBLOCK)
+filled = 0
+while True:
+    try: filled += os.write(w, b"f" * 4096)
+    except BlockingIOError: break
+a.sendall(b"q" * 5000); time.sleep(0.1)
+print("  into a full pipe", tryit(lambda: os.splice(b.fileno(), w, 5000, flags=os.SPLICE_F_NONBLOCK)))
+while filled: filled -= len(os.read(r, min(filled, 65536)))
+n = os.splice(b.fileno(), w, 5000)
+print("  after draining it", n, os.read(r, n) == b"q" * n)
+a.close(); b.close(); os.close(r); os.close(w)
+
+# 5. The kernel's checks: no pipe at all, offsets, the wrong pipe end.
+print("bad-arguments")
+a, b = pair()
+r, w = os.pipe()
+f = tempfile.TemporaryFile()
+print("  socket to file", tryit(lambda: os.splice(b.fileno(), f.fileno(), 10)))
+print("  offset on the socket", tryit(lambda: os.splice(b.fileno(), w, 10, offset_src=0)))
+print("  offset on the pipe", tryit(lambda: os.splice(b.fileno(), w, 10, offset_dst=0)))
+print("  into the read end", tryit(lambda: os.splice(b.fileno(), r, 10)))
+print("  from the write end", tryit(lambda: os.splice(w, b.fileno(), 10)))
+print("  zero bytes", tryit(lambda: os.splice(b.fileno(), w, 0)))
+a.sendall(b"still here"); time.sleep(0.1)
+print("  the stream after", b.recv(100))
+a.close(); b.close(); os.close(r); os.close(w); f.close()
+print("done")

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# splice() on connections carried on a ring (helpers/splice_ring.py): socket -> pipe after the peer
+# wrote and closed unread (the hand-over it used to take lost those bytes), both ways through pipes,
+# nothing to move, a full pipe, the kernel's argument checks. Same transcript over plain TCP and
+# with the shim preloaded; every connection stays on shared memory.
+. "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
+it_need_python
+compare_transcripts "$ROOT/tests/integration/helpers/splice_ring.py" client 5 server 5
+it_finish

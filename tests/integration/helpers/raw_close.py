@@ -7,6 +7,8 @@ sees; run over plain TCP and under the shim, the transcripts must be equal.
 """
 import ctypes, errno, os, socket, tempfile, time
 
+from settled_pair import settled_pair
+
 SYS_read, SYS_write, SYS_close, SYS_dup2, SYS_shutdown, SYS_close_range = 0, 1, 3, 33, 48, 436
 libc = ctypes.CDLL(None, use_errno=True)           # the preloaded syscall() comes first
 libc_only = ctypes.CDLL("libc.so.6", use_errno=True)  # libc's own: a close nobody interposes
@@ -20,13 +22,8 @@ def sys_call(fn, *args):
     return r if r >= 0 else "err " + errno.errorcode[ctypes.get_errno()]
 
 def pair():
-    """A connected pair, a few round trips made (under the shim: on shared memory)."""
-    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
-    a = socket.create_connection(l.getsockname()); b, _ = l.accept(); l.close()
-    for i in range(3):
-        a.sendall(b"x" * 64); b.recv(64); b.sendall(b"y" * 64); a.recv(64)
-    time.sleep(0.2)
-    return a, b
+    """A connected pair on its transport (under the shim: shared memory)."""
+    return settled_pair()
 
 def at_number(n, make, close):
     """make() until the kernel hands out number n (lower free numbers taken by

@@ -87,8 +87,19 @@ void FdTable::forget_other_threads() {
     }
 }
 
+namespace {
+std::atomic<bool> g_table_built{false};
+}  // namespace
+
+bool fd_table_built() { return g_table_built.load(std::memory_order_acquire); }
+bool fd_in_table_quietly(int fd) { return fd_table_built() && fd_table().contains(fd); }
+
 FdTable& fd_table() {
-    static FdTable* t = new FdTable();  // never destroyed: interposers run during exit
+    static FdTable* t = [] {
+        auto* made = new FdTable();  // never destroyed: interposers run during exit
+        g_table_built.store(true, std::memory_order_release);
+        return made;
+    }();
     return *t;
 }
 

@@ -93,4 +93,10 @@ private:
 
 FdTable& fd_table();
 
+// Whether `fd` is in the table, without allocating: libc's syscall() reaches
+// the shim from inside malloc's own start-up (jemalloc reads a /proc file with
+// it), where building the table would wait on malloc's lock for good.
+bool fd_in_table_quietly(int fd);
+bool fd_table_built();
+
 }  // namespace rdmasock

@@ -13,6 +13,9 @@
 
 #include <cstdarg>
 
+#include "epoll_sets.hpp"
+#include "fd_table.hpp"
+#include "own_fd.hpp"
 #include "raw_syscall.hpp"
 #include "thread_cancel.hpp"
 
@@ -52,6 +55,23 @@ long through_interposer(long n, const long* a) {
     }
 }
 
+// Whether the shim has any part in call `n` (its fds: a tracked socket, one of
+// its own, an epoll set's). Without allocating, and without touching the
+// shim's state when it has none: malloc's own start-up makes such calls.
+bool shim_has_part(long n, const long* a) {
+    auto known = [](long v) {
+        const int fd = static_cast<int>(v);
+        return rdmasock::fd_in_table_quietly(fd) || rdmasock::is_own_fd(fd);
+    };
+    switch (n) {
+        case SYS_close: return known(a[0]) || rdmasock::shim::epoll_any();
+        case SYS_close_range: return rdmasock::fd_table_built() || rdmasock::shim::epoll_any();  // a range
+        case SYS_dup2:
+        case SYS_dup3: return known(a[0]) || known(a[1]) || rdmasock::shim::epoll_any();
+        default: return known(a[0]);  // dup, fcntl, the data calls
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -81,11 +101,13 @@ long syscall(long n, ...) noexcept {
         case SYS_recvmsg:
         case SYS_sendmsg:
         case SYS_shutdown: {
+            if (!shim_has_part(n, a)) break;
             rdmasock::cancel::Shield shield;
             return through_interposer(n, a);
         }
-        default: return rdmasock::raw_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+        default: break;
     }
+    return rdmasock::raw_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 }  // extern "C"

@@ -4,7 +4,9 @@
 // that number had its reads and writes carried by the dead connection (a file
 // write answered EPIPE). The calls that end or replace an fd number, and the
 // data calls (which must not pass an upgraded connection's ring), go to the
-// interposers of their libc names; every other call goes to the kernel as is. The shim's own raw calls never come here (raw_syscall.hpp).
+// interposers of their libc names when the shim has a part in them; every
+// other call goes to the kernel as is. The shim's own raw calls never come
+// here (raw_syscall.hpp).
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>

@@ -28,7 +28,6 @@
 #include "log.hpp"
 #include "shim_state.hpp"
 #include "io_path.hpp"
-#include "signal_seen.hpp"
 #include "splice_ring.hpp"
 
 using namespace rdmasock;
@@ -275,14 +274,15 @@ FILE* fdopen(int fd, const char* mode) {
 ssize_t splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags) {
     shim::ErrnoKept kept;
     REAL(splice);
-    {
-        // A connection on a ring: the shim moves its bytes (splice_ring.hpp).
-        signals::HandlersAtReturn at_return;
-        Call h;
-        if (active(fd_in, h)) return kept(splice_from_ring(*h.s, off_in, fd_out, off_out, len, flags));
-        if (active(fd_out, h)) return kept(splice_to_ring(fd_in, off_in, *h.s, off_out, len, flags));
-    }
-    return kept(real_splice(fd_in, off_in, fd_out, off_out, len, flags));
+    // A connection on a ring: the shim moves its bytes (splice_ring.hpp), as a
+    // data call (a wait a restarting signal ended runs again, never EINTR/ERESTART).
+    return kept(data_call(
+        fd_in, [&](Socket& s) { return splice_from_ring(s, off_in, fd_out, off_out, len, flags); },
+        [&] {
+            return data_call(
+                fd_out, [&](Socket& s) { return splice_to_ring(fd_in, off_in, s, off_out, len, flags); },
+                [&] { return real_splice(fd_in, off_in, fd_out, off_out, len, flags); });
+        }));
 }
 
 }  // extern "C"

@@ -5,7 +5,7 @@ ring nobody could send them again: the splice reset the connection and they
 were lost (haproxy with `option splice-auto` cut responses). Prints what each
 side sees; run over plain TCP and under the shim, the transcripts must be equal.
 """
-import errno, fcntl, hashlib, os, socket, tempfile, time
+import errno, fcntl, hashlib, os, signal, socket, tempfile, threading, time
 
 from settled_pair import settled_pair
 
@@ -93,7 +93,23 @@ n = os.splice(b.fileno(), w, 5000)
 print("  after draining it", n, os.read(r, n) == b"q" * n)
 a.close(); b.close(); os.close(r); os.close(w)
 
-# 5. The kernel's checks: no pipe at all, offsets, the wrong pipe end.
+# 5. A blocking splice that a signal handler installed with SA_RESTART
+#    interrupts: the kernel restarts it; it returns the bytes that come later.
+print("restarted-by-a-signal")
+a, b = pair()
+r, w = os.pipe()
+ticks = []
+signal.signal(signal.SIGALRM, lambda *_: ticks.append(1))
+signal.siginterrupt(signal.SIGALRM, False)  # SA_RESTART
+signal.setitimer(signal.ITIMER_REAL, 0.2)
+t = threading.Timer(0.6, lambda: a.sendall(b"late bytes")); t.start()
+n = tryit(lambda: os.splice(b.fileno(), w, 100))
+t.join()
+print("  splice", n, os.read(r, n) if isinstance(n, int) else b"", "signal seen", len(ticks) > 0)
+signal.signal(signal.SIGALRM, signal.SIG_DFL)
+a.close(); b.close(); os.close(r); os.close(w)
+
+# 6. The kernel's checks: no pipe at all, offsets, the wrong pipe end.
 print("bad-arguments")
 a, b = pair()
 r, w = os.pipe()

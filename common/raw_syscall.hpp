@@ -1,5 +1,5 @@
 // The shim's own system calls. The shim interposes libc's syscall() (a program
-// that closes its sockets with raw_syscall(SYS_close), as libuv does, must be
+// that closes its sockets with syscall(SYS_close), as libuv does, must be
 // seen: shim/interpose_syscall.cpp), so its own raw calls (closing its own
 // fds, fcntl on fds it hides) must not go through that function: they are
 // made here, with libc's convention (-1 and errno on failure). Async-signal-
@@ -32,8 +32,7 @@ inline long raw_syscall(long n, Args... args) {
     }
     return ret;
 #else
-    // Elsewhere libc's syscall(), which the shim's interposer forwards as is for
-    // every call but the fd-lifecycle ones (which internal code makes only here).
+    // Elsewhere libc's own: the interposer of syscall() is built for x86-64 only.
     return ::syscall(n, args...);
 #endif
 }

@@ -30,8 +30,8 @@ namespace {
 template <class T>
 T* ptr(long v) { return reinterpret_cast<T*>(v); }
 
-// The libc name of system call `n` (the interposers of this library), with
-// the kernel's arguments.
+// The libc name of system call `n` (one shim_has_part lists), with the
+// kernel's arguments.
 long through_interposer(long n, const long* a) {
     const int fd = static_cast<int>(a[0]);
     const auto size = static_cast<size_t>(a[2]);
@@ -57,9 +57,10 @@ long through_interposer(long n, const long* a) {
     }
 }
 
-// Whether the shim has any part in call `n` (its fds: a tracked socket, one of
-// its own, an epoll set's). Without allocating, and without touching the
-// shim's state when it has none: malloc's own start-up makes such calls.
+// Whether call `n` goes to an interposer: one of the calls above, on the
+// shim's fds (a tracked socket, one of its own, an epoll set's). Without
+// allocating, and without touching the shim's state when it has none:
+// malloc's own start-up makes such calls.
 bool shim_has_part(long n, const long* a) {
     auto known = [](long v) {
         const int fd = static_cast<int>(v);
@@ -70,7 +71,18 @@ bool shim_has_part(long n, const long* a) {
         case SYS_close_range: return rdmasock::fd_table_built() || rdmasock::shim::epoll_any();  // a range
         case SYS_dup2:
         case SYS_dup3: return known(a[0]) || known(a[1]) || rdmasock::shim::epoll_any();
-        default: return known(a[0]);  // dup, fcntl, the data calls
+        case SYS_dup:
+        case SYS_fcntl:
+        case SYS_read:
+        case SYS_write:
+        case SYS_readv:
+        case SYS_writev:
+        case SYS_recvfrom:
+        case SYS_sendto:
+        case SYS_recvmsg:
+        case SYS_sendmsg:
+        case SYS_shutdown: return known(a[0]);
+        default: return false;
     }
 }
 
@@ -85,29 +97,11 @@ long syscall(long n, ...) noexcept {
     long a[6];
     for (long& x : a) x = va_arg(ap, long);
     va_end(ap);
-    // A raw system call is not a cancellation point (libc's wrappers are): a
-    // pending pthread_cancel must not act inside the interposer it reaches.
-    switch (n) {
-        case SYS_close:
-        case SYS_close_range:
-        case SYS_dup:
-        case SYS_dup2:
-        case SYS_dup3:
-        case SYS_fcntl:
-        case SYS_read:
-        case SYS_write:
-        case SYS_readv:
-        case SYS_writev:
-        case SYS_recvfrom:
-        case SYS_sendto:
-        case SYS_recvmsg:
-        case SYS_sendmsg:
-        case SYS_shutdown: {
-            if (!shim_has_part(n, a)) break;
-            rdmasock::cancel::Shield shield;
-            return through_interposer(n, a);
-        }
-        default: break;
+    if (shim_has_part(n, a)) {
+        // A raw system call is not a cancellation point (libc's wrappers are): a
+        // pending pthread_cancel must not act inside the interposer it reaches.
+        rdmasock::cancel::Shield shield;
+        return through_interposer(n, a);
     }
     return rdmasock::raw_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

@@ -57,6 +57,12 @@ struct PrivatePipe {
 
 constexpr size_t kChunk = 65536;  // a fresh pipe's capacity: a write of this much never blocks
 
+// The bytes in between, one chunk per thread.
+char* chunk_buffer() {
+    thread_local std::vector<char> buf(kChunk);
+    return buf.data();
+}
+
 }  // namespace
 
 ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags) {
@@ -67,15 +73,14 @@ ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out
     if (len == 0) return 0;
     PrivatePipe held;
     if (held.fd[0] < 0) return -1;  // EMFILE/ENFILE
-    thread_local std::vector<char> buf;
-    if (buf.size() < kChunk) buf.resize(kChunk);
+    char* buf = chunk_buffer();
     // Peeked: the bytes stay in the ring until the application's pipe has them.
-    const ssize_t n = recv_one(s, buf.data(), std::min(len, kChunk), MSG_PEEK);
+    const ssize_t n = recv_one(s, buf, std::min(len, kChunk), MSG_PEEK);
     if (n <= 0) return n;
-    if (real::calls().write(held.fd[1], buf.data(), static_cast<size_t>(n)) != n) return errno = EIO, -1;
+    if (real::calls().write(held.fd[1], buf, static_cast<size_t>(n)) != n) return errno = EIO, -1;
     for (;;) {
         const ssize_t k = raw_syscall(SYS_splice, held.fd[0], nullptr, pipe_fd, nullptr, n, SPLICE_F_NONBLOCK);
-        if (k > 0) return recv_one(s, buf.data(), static_cast<size_t>(k), MSG_DONTWAIT);  // what the pipe took leaves the ring
+        if (k > 0) return recv_one(s, buf, static_cast<size_t>(k), MSG_DONTWAIT);  // what the pipe took leaves the ring
         if (k == 0 || errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLOUT, flags)) return k;
     }
 }
@@ -87,8 +92,7 @@ ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, 
     if (len == 0) return 0;
     PrivatePipe copy;
     if (copy.fd[0] < 0) return -1;
-    thread_local std::vector<char> buf;
-    if (buf.size() < kChunk) buf.resize(kChunk);
+    char* buf = chunk_buffer();
     for (;;) {
         // Duplicated, not taken: the application's pipe keeps them until sent.
         const ssize_t n = raw_syscall(SYS_tee, pipe_fd, copy.fd[1], std::min(len, kChunk), SPLICE_F_NONBLOCK);
@@ -97,10 +101,10 @@ ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, 
             if (errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLIN, flags)) return -1;
             continue;
         }
-        if (real::calls().read(copy.fd[0], buf.data(), static_cast<size_t>(n)) != n) return errno = EIO, -1;
-        const ssize_t sent = send_one(s, buf.data(), static_cast<size_t>(n), (flags & SPLICE_F_MORE) ? MSG_MORE : 0);
+        if (real::calls().read(copy.fd[0], buf, static_cast<size_t>(n)) != n) return errno = EIO, -1;
+        const ssize_t sent = send_one(s, buf, static_cast<size_t>(n), (flags & SPLICE_F_MORE) ? MSG_MORE : 0);
         if (sent <= 0) return sent;  // the pipe keeps every byte, as after the kernel's failed splice
-        return real::calls().read(pipe_fd, buf.data(), static_cast<size_t>(sent));  // what the ring took leaves the pipe
+        return real::calls().read(pipe_fd, buf, static_cast<size_t>(sent));  // what the ring took leaves the pipe
     }
 }
 

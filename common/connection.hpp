@@ -419,6 +419,15 @@ private:
     bool peer_socket_gone();
     bool peer_left_unread(RingControl& c);
     bool peer_fin_seen();
+    // The peer's end as poll shows it (connection_end_window.cpp): TCP's FIN
+    // lands only behind bytes that fit the receive window, a ring holds far more.
+    bool peer_end_shown();
+    bool end_fits();
+    size_t unread_ahead();
+    size_t fin_window();
+    void show_end_if_due();  // a read that brought the end within the window wakes its waiters
+    std::atomic<uint32_t> fin_window_{0};  // the kernel socket's SO_RCVBUF, asked once
+    std::atomic<bool> end_hidden_{false};  // a look found the peer's end behind more than the window
     // Shut both ways by our calls while the socket stays open: the ring's
     // stream offset then (bytes read + unread); what lands past it resets the
     // connection, as the RST TCP answers it with (shared memory only).

@@ -209,7 +209,7 @@ int Connection::wait_failed(Wait w) {
 
 uint32_t Connection::state_changes() {
     if (!transport_) return 0;
-    const bool fin = peer_fin_seen(), reset = peer_reset_.load();
+    const bool fin = peer_end_shown(), reset = peer_reset_.load();
     return (shut_wr_ ? 1u : 0u) | (shut_rd_ ? 2u : 0u) | (fin || reset ? 4u : 0u) | (fin && reset ? 8u : 0u);
 }
 
@@ -264,9 +264,12 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             ops_.poll(&p, 1, 0);
             r |= p.revents;
             if (out && !kout && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
-            if (peer_reset_.load()) r |= reset_events;
             // Our SHUT_WR went into the ring, not the kernel: its POLLHUP is ours to add.
             if (both_shut(peer_closed_.load() || peer_fin_.load())) r |= POLLHUP;
+            // The peer's end, not before TCP's FIN would have landed (connection_end_window.cpp).
+            if ((r & (POLLRDHUP | POLLHUP)) && !(r & POLLERR) && !shut_rd_ && !end_fits())
+                r &= static_cast<short>(~(POLLRDHUP | POLLHUP));
+            if (peer_reset_.load()) r |= reset_events;
             return r;
         }
     }
@@ -287,8 +290,9 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
     if (st == ring::RingStatus::ok) {
         r |= in;
-        // TCP reports the peer's FIN as soon as it arrives, even behind unread data.
-        if ((wanted & POLLRDHUP) && transport_->reader().fin_landed()) r |= POLLRDHUP;
+        // TCP reports the peer's FIN as soon as it arrives, even behind unread
+        // data, once no more than its receive window is unread ahead of it.
+        if ((wanted & POLLRDHUP) && peer_end_shown()) r |= POLLRDHUP;
     }
     else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
         r |= static_cast<short>(in | (wanted & POLLRDHUP));
@@ -300,7 +304,8 @@ short Connection::ready_events(short wanted, short* kernel_events) {
         r |= out_left;
     if (reset) r |= static_cast<short>(owes_error() ? reset_events : reset_events & ~POLLERR);  // TCP's sk_err
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
-    if (both_shut(closed || st == ring::RingStatus::eof || transport_->reader().fin_landed())) r |= POLLHUP;
+    if (shut_wr_ && (shut_rd_ || st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block) || peer_end_shown()))
+        r |= POLLHUP;
     return r;
 }
 

@@ -281,6 +281,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             if (!peek) {
                 rx_bytes_ += r.bytes;
                 transport_->after_read();
+                show_end_if_due();
                 if (rd.unpublished() == 0) {  // we just told the writer about free space
                     std::atomic_thread_fence(std::memory_order_seq_cst);
                     if (transport_->take_peer_writer_waiting()) {

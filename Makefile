@@ -53,8 +53,9 @@ $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	ar rcs $@ $^
 
 # The shim is a plain shared object: no sanitizer runtime in the preload path.
-$(LIB): $(SHIM_OBJ) $(BUILD)/libcommon.a
-	$(CXX) -shared $(LDFLAGS) -o $@ $(SHIM_OBJ) $(BUILD)/libcommon.a $(LDLIBS) -Wl,--no-undefined
+$(LIB): $(SHIM_OBJ) $(BUILD)/libcommon.a shim/exports.map
+	$(CXX) -shared $(LDFLAGS) -o $@ $(SHIM_OBJ) $(BUILD)/libcommon.a $(LDLIBS) -Wl,--no-undefined \
+	    -Wl,--version-script=shim/exports.map
 
 # The rdmasock command (tools/rdmasock): run, stat, doctor.
 $(CLI): $(call obj,$(CLI_SRC)) $(BUILD)/libcommon.a

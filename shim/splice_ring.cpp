@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <vector>
 
+#include "interruptible_sleep.hpp"
 #include "io_path.hpp"
 #include "raw_syscall.hpp"
 #include "real_calls.hpp"
+#include "signal_restart.hpp"
 
 namespace rdmasock::shim {
 
@@ -25,14 +27,18 @@ bool pipe_end_ok(int fd, bool write_end) {
 }
 
 // splice()'s blocking rule for the pipe side: SPLICE_F_NONBLOCK, not the
-// pipe's O_NONBLOCK, says whether it waits (for room, or for bytes).
-bool wait_on_pipe(int fd, short events, unsigned flags) {
+// pipe's O_NONBLOCK, says whether it waits (for room, or for bytes). A signal
+// ends the wait as it ends the kernel's pipe wait: the call restarts after an
+// SA_RESTART handler (ERESTART, which data_call turns into a rerun), else EINTR.
+bool wait_on_pipe(int fd, short events, unsigned flags, const signals::Seen& since) {
     if (flags & SPLICE_F_NONBLOCK) {
         errno = EAGAIN;
         return false;
     }
     pollfd p{fd, events, 0};
-    return real::calls().poll(&p, 1, -1) >= 0;  // EINTR: the caller returns it
+    if (sleep::poll(&p, 1, -1, nullptr, since) >= 0) return true;
+    if (errno == EINTR && signal_restarts_call(since, false)) errno = ERESTART;
+    return false;
 }
 
 // A private, nonblocking pipe, closed with the call: it holds the bytes in
@@ -66,6 +72,7 @@ char* chunk_buffer() {
 }  // namespace
 
 ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags) {
+    const signals::Seen since = signals::seen();  // a handler from here on ends a pipe wait
     // The kernel's checks, in its order (do_splice).
     if (!pipe_end_ok(pipe_fd, true)) return -1;
     if (off_out) return errno = ESPIPE, -1;
@@ -81,11 +88,12 @@ ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out
     for (;;) {
         const ssize_t k = raw_syscall(SYS_splice, held.fd[0], nullptr, pipe_fd, nullptr, n, SPLICE_F_NONBLOCK);
         if (k > 0) return recv_one(s, buf, static_cast<size_t>(k), MSG_DONTWAIT);  // what the pipe took leaves the ring
-        if (k == 0 || errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLOUT, flags)) return k;
+        if (k == 0 || errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLOUT, flags, since)) return k;
     }
 }
 
 ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, size_t len, unsigned flags) {
+    const signals::Seen since = signals::seen();
     if (!pipe_end_ok(pipe_fd, false)) return -1;
     if (off_in) return errno = ESPIPE, -1;
     if (off_out) return errno = EINVAL, -1;
@@ -98,7 +106,7 @@ ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, 
         const ssize_t n = raw_syscall(SYS_tee, pipe_fd, copy.fd[1], std::min(len, kChunk), SPLICE_F_NONBLOCK);
         if (n == 0) return 0;  // empty, and no writer left
         if (n < 0) {
-            if (errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLIN, flags)) return -1;
+            if (errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLIN, flags, since)) return -1;
             continue;
         }
         if (real::calls().read(copy.fd[0], buf, static_cast<size_t>(n)) != n) return errno = EIO, -1;

@@ -109,6 +109,38 @@ print("  splice", n, os.read(r, n) if isinstance(n, int) else b"", "signal seen"
 signal.signal(signal.SIGALRM, signal.SIG_DFL)
 a.close(); b.close(); os.close(r); os.close(w)
 
+# 5b. The same with the wait on the pipe's side (full until a reader drains it),
+#     through libc's splice (Python's os.splice retries EINTR itself): the
+#     kernel restarts that wait after an SA_RESTART handler; the shim's wait
+#     returned EINTR until 2026-11-28.
+print("pipe-wait-restarted")
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.splice.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+libc.splice.restype = ctypes.c_ssize_t
+a, b = pair()
+r, w = os.pipe()
+os.set_blocking(w, False)
+filled = 0
+while True:
+    try: filled += os.write(w, b"f" * 4096)
+    except BlockingIOError: break
+os.set_blocking(w, True)
+a.sendall(b"behind a full pipe"); time.sleep(0.1)
+ticks = []
+signal.signal(signal.SIGALRM, lambda *_: ticks.append(1))
+signal.siginterrupt(signal.SIGALRM, False)  # SA_RESTART
+signal.setitimer(signal.ITIMER_REAL, 0.2)
+drained = []
+t = threading.Timer(0.6, lambda: drained.append(len(os.read(r, filled)))); t.start()
+n = libc.splice(b.fileno(), None, w, None, 100, 0)
+e = ctypes.get_errno()
+t.join()
+print("  splice", n if n >= 0 else "err " + errno.errorcode.get(e, str(e)), "drained", drained[0] == filled,
+      "then", os.read(r, 100) if n > 0 else b"", "signal seen", len(ticks) > 0)
+signal.signal(signal.SIGALRM, signal.SIG_DFL)
+a.close(); b.close(); os.close(r); os.close(w)
+
 # 6. The kernel's checks: no pipe at all, offsets, the wrong pipe end.
 print("bad-arguments")
 a, b = pair()

@@ -68,6 +68,22 @@ print("  after reads", wait_for(r, select.POLLIN | select.POLLRDHUP, select.POLL
 print("  rest", read_to_end(r))
 w.close(); r.close()
 
+# peer-closed: the peer closes instead (its kernel's FIN follows the bytes; the
+#   shim also sees its TCP socket end at once): the same, and a wait for the
+#   end alone times out while it cannot have landed.
+print("peer-closed")
+w, r = settled_pair()
+writer_done(w)
+w.close()
+time.sleep(0.2)
+print("  in|rdhup", look(r, select.POLLIN | select.POLLRDHUP))
+p = select.poll(); p.register(r, select.POLLRDHUP)
+print("  rdhup alone, 300 ms", names(sum(ev for _, ev in p.poll(300))))
+print("  read", read_until_left(r, 16384))
+print("  after reads", wait_for(r, select.POLLIN | select.POLLRDHUP, select.POLLRDHUP))
+print("  rest", read_to_end(r))
+r.close()
+
 # another-thread-waits: a thread waits in poll for POLLRDHUP alone while this
 #   one reads everything: the end that the reads bring within the window wakes it.
 print("another-thread-waits")

@@ -21,8 +21,9 @@ namespace {
 constexpr uint32_t kDefaultWindow = 131072;  // net.ipv4.tcp_rmem's default, where SO_RCVBUF cannot be asked
 }
 
-// The kernel socket under the ring carries no data, so its SO_RCVBUF stays
-// what the program set or the default (autotuning never grew it).
+// The kernel socket's SO_RCVBUF: what the program set, the default, or what
+// autotuning reached while the peer's bytes came over TCP before the switch
+// (TCP's own window would have grown as much). Asked once.
 size_t Connection::fin_window() {
     uint32_t w = fin_window_.load(std::memory_order_relaxed);
     if (w == 0) {

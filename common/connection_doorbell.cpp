@@ -288,11 +288,17 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     auto st = rx_waiting_back() ? ring::RingStatus::would_block : transport_->reader().poll();
     note_resets();
     const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
+    // Asked at most once per look: past the peer's FIN it walks the ring.
+    int end_shown = -1;
+    auto end_shown_now = [&] {
+        if (end_shown < 0) end_shown = peer_end_shown() ? 1 : 0;
+        return end_shown == 1;
+    };
     if (st == ring::RingStatus::ok) {
         r |= in;
         // TCP reports the peer's FIN as soon as it arrives, even behind unread
         // data, once no more than its receive window is unread ahead of it.
-        if ((wanted & POLLRDHUP) && peer_end_shown()) r |= POLLRDHUP;
+        if ((wanted & POLLRDHUP) && end_shown_now()) r |= POLLRDHUP;
     }
     else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
         r |= static_cast<short>(in | (wanted & POLLRDHUP));
@@ -304,7 +310,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
         r |= out_left;
     if (reset) r |= static_cast<short>(owes_error() ? reset_events : reset_events & ~POLLERR);  // TCP's sk_err
     if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
-    if (shut_wr_ && (shut_rd_ || st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block) || peer_end_shown()))
+    if (shut_wr_ && (shut_rd_ || st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block) || end_shown_now()))
         r |= POLLHUP;
     return r;
 }

@@ -56,9 +56,9 @@ bool Connection::end_fits() {
 
 bool Connection::peer_end_shown() { return peer_fin_seen() && end_fits(); }
 
-// After a read took ring bytes, with read_mu_ held (the count is the reader's).
+// After a read took ring bytes, with read_mu_ held (the count is the reader's),
+// and after a seq_cst fence that orders the take before the flag's load.
 void Connection::show_end_if_due() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!end_hidden_.load(std::memory_order_relaxed) || !peer_fin_seen()) return;
     if (transport_->reader().readable_bytes() >= fin_window()) return;
     if (end_hidden_.exchange(false)) wake_local();

@@ -281,9 +281,12 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             if (!peek) {
                 rx_bytes_ += r.bytes;
                 transport_->after_read();
+                // One fence for two Dekker pairs: the bytes we consumed are
+                // ordered before our looks at the writer's "wake me" flag and at a
+                // poller's hidden end (connection_end_window.cpp).
+                std::atomic_thread_fence(std::memory_order_seq_cst);
                 show_end_if_due();
                 if (rd.unpublished() == 0) {  // we just told the writer about free space
-                    std::atomic_thread_fence(std::memory_order_seq_cst);
                     if (transport_->take_peer_writer_waiting()) {
                         if (transport_->wake_fd() >= 0) {
                             transport_->ring_peer();

@@ -20,14 +20,9 @@ PG_LOG_TAG=$IT_NAME
 . "$ROOT/scripts/pg-lib.sh"
 export RDMASOCK_STATS=1 PGCONNECT_TIMEOUT=10
 
-CLIENT_SHIM=$SHIM
-if [[ "$(id -u)" -eq 0 ]]; then
-    chmod 0755 "$IT_TMP"
-    if ! runuser -u "$PG_OS_USER" -- test -r "$SHIM"; then  # e.g. a checkout under /root
-        cp "$SHIM" "$IT_TMP/librdmasock.so" && chmod 0644 "$IT_TMP/librdmasock.so"
-        CLIENT_SHIM="$IT_TMP/librdmasock.so"
-    fi
-fi
+# shellcheck source=helpers/pg_clients.sh
+. "$ROOT/tests/integration/helpers/pg_clients.sh"
+pg_clients_setup
 pg_on_exit _it_cleanup_body   # pg-lib.sh replaces our trap: let its trap run our cleanup too
 
 cat >"$IT_TMP/workload.sql" <<'SQL'
@@ -40,15 +35,8 @@ insert into big select g, decode(repeat(lpad(to_hex(g), 2, '0'), 400000), 'hex')
 SQL
 chmod 0644 "$IT_TMP/workload.sql"
 
-# client MODE PORT ARGS...: a PostgreSQL client program, shimmed in the shim run
-client() {
-    local mode=$1; shift
-    local pre=(env -u LD_PRELOAD)
-    [[ $mode == shim ]] && pre=(env LD_PRELOAD="$CLIENT_SHIM")
-    "${PG_CLIENT_AS[@]}" "${pre[@]}" RDMASOCK_STATS=1 timeout -k 5 120 "$@"
-}
 q() { # MODE PORT SQL: one query, unaligned tuples
-    client "$1" "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" -U "$PG_SUPERUSER" -d postgres -c "$3" 2>>"$IT_TMP/$1/psql.err"
+    pg_client "$1" "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$2" -U "$PG_SUPERUSER" -d postgres -c "$3" 2>>"$IT_TMP/$1/psql.err"
 }
 
 run_case() { # plain|shim
@@ -63,7 +51,7 @@ run_case() { # plain|shim
     _pg_is_root && chown "$PG_OS_USER:" "$s_dir"
     chmod 0700 "$s_dir"
 
-    client "$mode" "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$p_port" -U "$PG_SUPERUSER" -D "$s_dir" -R -X stream -c fast \
+    pg_client "$mode" "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$p_port" -U "$PG_SUPERUSER" -D "$s_dir" -R -X stream -c fast \
         >"$d/basebackup.out" 2>"$d/basebackup.err"
     echo "pg_basebackup exit $?" >"$d/transcript"
     : >"$(pg_cluster_logfile "$s_dir")"   # the copy carried the primary's log
@@ -72,7 +60,7 @@ run_case() { # plain|shim
         it_die "[$mode] cannot start the standby: $(tail -5 "$(pg_cluster_logfile "$s_dir")")"
     local s_log; s_log=$(pg_cluster_logfile "$s_dir")
 
-    client "$mode" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$p_port" -U "$PG_SUPERUSER" -d postgres \
+    pg_client "$mode" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$p_port" -U "$PG_SUPERUSER" -d postgres \
         -f "$IT_TMP/workload.sql" >"$d/workload.out" 2>"$d/workload.err"
     echo "workload exit $?" >>"$d/transcript"
     lsn=$(q "$mode" "$p_port" "select pg_current_wal_lsn()")

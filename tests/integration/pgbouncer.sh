@@ -22,14 +22,9 @@ it_need pgbouncer
 export RDMASOCK_STATS=1 PGCONNECT_TIMEOUT=10
 BOUNCER=$(command -v pgbouncer)
 
-CLIENT_SHIM=$SHIM
-if [[ "$(id -u)" -eq 0 ]]; then
-    chmod 0755 "$IT_TMP"
-    if ! runuser -u "$PG_OS_USER" -- test -r "$SHIM"; then  # e.g. a checkout under /root
-        cp "$SHIM" "$IT_TMP/librdmasock.so" && chmod 0644 "$IT_TMP/librdmasock.so"
-        CLIENT_SHIM="$IT_TMP/librdmasock.so"
-    fi
-fi
+# shellcheck source=helpers/pg_clients.sh
+. "$ROOT/tests/integration/helpers/pg_clients.sh"
+pg_clients_setup
 pg_on_exit _it_cleanup_body   # pg-lib.sh replaces our trap: let its trap run our cleanup too
 
 cat >"$IT_TMP/workload.sql" <<'SQL'
@@ -48,13 +43,6 @@ pg_throwaway_start || it_die "cannot start a PostgreSQL cluster"
 "${PG_CLIENT_AS[@]}" "$PG_BIN/pgbench" -q -i -s 1 -h 127.0.0.1 -p "$PG_PORT" -U "$PG_SUPERUSER" postgres \
     >"$IT_TMP/pgbench-init.log" 2>&1 || it_die "pgbench -i failed: $(tail -3 "$IT_TMP/pgbench-init.log")"
 
-# client MODE ARGS...: a PostgreSQL client program, shimmed in the shim run
-client() {
-    local mode=$1; shift
-    local pre=(env -u LD_PRELOAD)
-    [[ $mode == shim ]] && pre=(env LD_PRELOAD="$CLIENT_SHIM")
-    "${PG_CLIENT_AS[@]}" "${pre[@]}" RDMASOCK_STATS=1 timeout -k 5 180 "$@"
-}
 
 run_case() { # plain|shim
     local mode=$1 d="$IT_TMP/$1" i
@@ -84,16 +72,15 @@ pidfile = $d/pgbouncer.pid
 EOF
     echo "\"$PG_SUPERUSER\" \"\"" >"$d/users.txt"
     chmod 0644 "$d/pgbouncer.ini" "$d/users.txt"
-    local pre=(env -u LD_PRELOAD)
-    [[ $mode == shim ]] && pre=(env LD_PRELOAD="$CLIENT_SHIM")
     local pid
-    it_bg pid "${PG_CLIENT_AS[@]}" "${pre[@]}" RDMASOCK_STATS=1 "$BOUNCER" "$d/pgbouncer.ini" 2>"$d/pgbouncer.err"
+    pg_client_env "$mode"
+    it_bg pid "${PG_CLIENT_AS[@]}" "${PG_CLIENT_ENV[@]}" "$BOUNCER" "$d/pgbouncer.ini" 2>"$d/pgbouncer.err"
     it_wait_listen "$port" "$pid" 30 || it_die "[$mode] pgbouncer does not listen on $port: $(tail -3 "$d/pgbouncer.log" "$d/pgbouncer.err")"
 
-    client "$mode" "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U "$PG_SUPERUSER" -d postgres \
+    pg_client "$mode" "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U "$PG_SUPERUSER" -d postgres \
         -f "$IT_TMP/workload.sql" >"$d/transcript" 2>"$d/psql.err"
     echo "psql exit $?" >>"$d/transcript"
-    client "$mode" "$PG_BIN/pgbench" -n -c 12 -j 2 -t 150 -h 127.0.0.1 -p "$port" -U "$PG_SUPERUSER" postgres \
+    pg_client "$mode" "$PG_BIN/pgbench" -n -c 12 -j 2 -t 150 -h 127.0.0.1 -p "$port" -U "$PG_SUPERUSER" postgres \
         >"$d/pgbench.out" 2>"$d/pgbench.err"
     echo "pgbench exit $?" >>"$d/transcript"
     grep -E "^number of (transactions actually processed|failed transactions)" "$d/pgbench.out" >>"$d/transcript"

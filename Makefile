@@ -105,6 +105,9 @@ $(UNIT): $(UNIT_OBJ) $(BUILD)/libcommon.a
 $(BUILD)/%: $(BUILD)/obj/tests/programs/%.o $(BUILD)/libcommon.a
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# A program that sets up an io_uring through liburing (tests/integration/io_uring.sh).
+$(BUILD)/uring_check: LDLIBS += -luring
+
 $(BUILD)/%: $(BUILD)/obj/benchmarks/%.o $(BUILD)/libcommon.a
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

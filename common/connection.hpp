@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 #include <mutex>
 #include <string>
 
@@ -150,10 +151,18 @@ public:
     // connection is plain now (or never left TCP); false when its transport
     // cannot go back (RDMA) or the peer's socket vanished with bytes unread.
     bool hand_over(const char* why);
+    // hand_over() for several connections at once (an exec's inherited sockets,
+    // SCM_RIGHTS, a seccomp filter, io_uring): each one's first step (its sends
+    // back, its receives asked for) before any waits for its peer's part, which
+    // may be another of them (both ends of one connection in this process).
+    static void hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why);
     // The application asked for what only the kernel's socket does (kernel_only.hpp):
     // the connection goes back to TCP, or declines a later in-band offer. False
     // when it stays where it is (RDMA rings: the way back would wait for the peer).
     bool keep_on_tcp(const char* why);
+    // keep_on_tcp() without the hand-over (the caller hands several over at once):
+    // true when the connection should go back now.
+    bool mark_tcp_only(const char* why);
     // Readiness for poll/epoll; does no I/O (call step() first). `wanted` is POLLIN|POLLOUT|POLLRDHUP...; the
     // result holds the poll bits true now. `kernel_events` receives what to
     // wait for on the kernel fd while sleeping (0: nothing of ours, use the
@@ -304,6 +313,11 @@ private:
     bool can_go_back();                     // in band, and a peer that can answer
     void begin_way_back(const std::string& why);  // in band: starts it, does not wait
     bool hand_over_in_band(const char* why);
+    // hand_over()'s two steps: `done` with the result in *result, or `waiting`
+    // for finish_hand_over() (the peer's part, then the switch).
+    enum class HandOver { done, waiting };
+    HandOver begin_hand_over(const char* why, bool* result);
+    bool finish_hand_over(const char* why);
     void read_marker();                     // the drain found the marker's first byte
     back_marker::Parse peek_marker(back_marker::Place& p);
     // A byte on the TCP stream that nobody of ours wrote: reset both ends, loudly.

@@ -205,6 +205,12 @@ void Connection::finish_downgrade() {
 }
 
 bool Connection::keep_on_tcp(const char* why) {
+    if (!mark_tcp_only(why)) return false;
+    hand_over(why);
+    return true;
+}
+
+bool Connection::mark_tcp_only(const char* why) {
     if (!tcp_only_.load()) tcp_only_why_ = why;
     tcp_only_.store(true);
     // In band (RDMA) the way back waits in this call for the peer's marker, which
@@ -213,12 +219,33 @@ bool Connection::keep_on_tcp(const char* why) {
         RS_LOG(warn, "fd %d: %s is not honoured on an rdma connection (the way back would wait for the peer)", fd_, why);
         return false;
     }
-    hand_over(why);
     return true;
 }
 
 bool Connection::hand_over(const char* why) {
+    bool result = true;
+    if (begin_hand_over(why, &result) == HandOver::done) return result;
+    return finish_hand_over(why);
+}
+
+// Every first step before any wait: the peer whose part one of them waits for
+// may be another of them (both ends of a connection in this process), and its
+// first step is what serves that part.
+void Connection::hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why) {
+    std::vector<Connection*> waiting;
+    for (auto& c : cs) {
+        bool result = true;
+        if (c && c->begin_hand_over(why, &result) == HandOver::waiting) waiting.push_back(c.get());
+    }
+    for (Connection* c : waiting) c->finish_hand_over(why);
+}
+
+Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) {
     cancel::Shield shield;  // its waits are not cancellation points (thread_cancel.hpp)
+    auto done = [result](bool r) {
+        *result = r;
+        return HandOver::done;
+    };
     while (progress()) {}  // a rendezvous the server has switched becomes `upgraded`
     switch (phase()) {
         case Phase::rv_listen:
@@ -229,17 +256,17 @@ bool Connection::hand_over(const char* why) {
             std::lock_guard<std::mutex> lk(handshake_mu_);
             const Phase p = phase();
             if (p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered) become_plain(why);
-            return true;
+            return done(true);
         }
         case Phase::upgraded:
         case Phase::rv_accepted: break;
-        default: return true;  // plain or failed: the kernel has it all
+        default: return done(true);  // plain or failed: the kernel has it all
     }
-    if (in_band()) return hand_over_in_band(why);
+    if (in_band()) return done(hand_over_in_band(why));
     if (!transport_->tx_control()) {
         RS_LOG(warn, "fd %d: a %s connection cannot go back to tcp (%s): its bytes stay with this process", fd_,
                transport_->name(), why);
-        return false;
+        return done(false);
     }
     {
         std::lock_guard<std::mutex> lk(handshake_mu_);
@@ -256,7 +283,7 @@ bool Connection::hand_over(const char* why) {
             std::unique_lock<SideLock> wl(write_mu_, std::try_to_lock);
             if (wl.owns_lock()) {
                 auto* c = transport_->tx_control();
-                if (!lock_busy(c->writer_busy)) return false;
+                if (!lock_busy(c->writer_busy)) return done(false);
                 take_back_locked();
                 downgrade::unlock(c->writer_busy);
             }
@@ -266,10 +293,17 @@ bool Connection::hand_over(const char* why) {
             if (rl.owns_lock()) ask_locked();
         }
         if (tx_back() && state(*rc) != kRing) break;
-        if (peer_reset_.load()) return false;  // a busy word stayed taken: reset
+        if (peer_reset_.load()) return done(false);  // a busy word stayed taken: reset
         wake_local();
         nap_for_peer([] { usleep(200); });
     }
+    return HandOver::waiting;
+}
+
+// The peer's part, then the switch.
+bool Connection::finish_hand_over(const char* why) {
+    cancel::Shield shield;
+    auto* rc = transport_->rx_control();
     if (state(*rc) != kBack) {
         // The peer's part: it takes back at its next look at the connection.
         const int64_t start = now_us();

@@ -15,11 +15,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "raw_syscall.hpp"
@@ -44,10 +46,24 @@ F next(const char* name) {
 // A connection the shim carries on something other than its TCP socket.
 bool carried(const Socket& s) { return s.conn && !s.conn->is_plain(); }
 
-void hand_over_fd(int fd, const char* why) {
-    if (fd < 0 || !fd_table().contains(fd)) return;
+// The carried connection behind `fd`, or null.
+std::shared_ptr<Connection> carried_at(int fd) {
+    if (fd < 0 || !fd_table().contains(fd)) return nullptr;
     auto s = fd_table().get(fd);
-    if (s && carried(*s)) s->conn->hand_over(why);
+    return s && carried(*s) ? s->conn : nullptr;
+}
+
+void hand_over_fd(int fd, const char* why) {
+    if (auto c = carried_at(fd)) c->hand_over(why);
+}
+
+// Several at once (Connection::hand_over_all): both ends of one connection may
+// be among them.
+void hand_over_fds(const std::vector<int>& fds, const char* why) {
+    std::vector<std::shared_ptr<Connection>> cs;
+    for (int fd : fds)
+        if (auto c = carried_at(fd)) cs.push_back(std::move(c));
+    Connection::hand_over_all(cs, why);
 }
 
 // Socket inodes that an exec keeps: every fd without FD_CLOEXEC, by the
@@ -96,15 +112,12 @@ void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip
     if (!kept.empty()) {
         // By inode: a vfork child may have closed our number (close_fds) and
         // dup2'ed the socket onto another.
+        std::vector<std::shared_ptr<Connection>> cs;
         for (int fd : fd_table().present_in(0, INT_MAX)) {
-            auto s = fd_table().get(fd);
-            if (!s || !carried(*s)) continue;
-            for (ino_t ino : kept)
-                if (ino == s->conn->socket_inode()) {
-                    s->conn->hand_over(why);
-                    break;
-                }
+            auto c = carried_at(fd);
+            if (c && std::find(kept.begin(), kept.end(), c->socket_inode()) != kept.end()) cs.push_back(std::move(c));
         }
+        Connection::hand_over_all(cs, why);
     }
     errno = saved;
 }
@@ -113,15 +126,17 @@ void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip
 void hand_over_passed(const msghdr* msg) {
     if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return;
     const int saved = errno;
+    std::vector<int> fds;
     for (cmsghdr* c = CMSG_FIRSTHDR(const_cast<msghdr*>(msg)); c; c = CMSG_NXTHDR(const_cast<msghdr*>(msg), c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) continue;
         const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         for (size_t i = 0; i < n; ++i) {
             int fd;
             std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            hand_over_fd(fd, "passed to another process (SCM_RIGHTS)");
+            fds.push_back(fd);
         }
     }
+    hand_over_fds(fds, "passed to another process (SCM_RIGHTS)");
     errno = saved;
 }
 
@@ -130,7 +145,7 @@ void hand_over_passed(const msghdr* msg) {
 void before_spawn(const posix_spawn_file_actions_t* fa) {
     if (!fa) return hand_over_inherited("posix_spawn");
     const int saved = errno;
-    for (int fd : fd_table().present_in(0, INT_MAX)) hand_over_fd(fd, "posix_spawn with file actions");
+    hand_over_fds(fd_table().present_in(0, INT_MAX), "posix_spawn with file actions");
     errno = saved;
 }
 
@@ -258,7 +273,7 @@ int prctl(int option, ...) {
     va_end(ap);
     if (option == PR_SET_SECCOMP) {
         const int saved = errno;
-        for (int fd : fd_table().present_in(0, INT_MAX)) hand_over_fd(fd, "a seccomp filter is about to be installed");
+        hand_over_fds(fd_table().present_in(0, INT_MAX), "a seccomp filter is about to be installed");
         silence_log();
         errno = saved;
     }

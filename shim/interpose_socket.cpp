@@ -6,9 +6,12 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdarg>
 #include <string>
+#include <vector>
 
 #include "errno_keep.hpp"
 #include "log.hpp"
@@ -41,14 +44,21 @@ std::shared_ptr<Connection> new_connection(int fd, Role role, bool nonblocking) 
 // never leaves TCP, and one that did goes back (kernel_only.hpp).
 // False when the connection stays on its rings (Connection::keep_on_tcp).
 // `conn_why` (default: `why`) is the connection's own reason.
-bool keep_on_tcp(Socket& s, const char* why, bool inherited, const char* conn_why = nullptr) {
-    if (shim::in_vfork_child()) return true;  // its exec hands the sockets it keeps back anyway
+void mark_tcp_only(Socket& s, const char* why, bool inherited = false) {
     const char* none = nullptr;
     s.tcp_only_why.compare_exchange_strong(none, why);
     if (inherited) s.tcp_only_inherited = true;
     s.tcp_only = true;
+}
+
+bool keep_on_tcp(Socket& s, const char* why, bool inherited, const char* conn_why = nullptr) {
+    if (shim::in_vfork_child()) return true;  // its exec hands the sockets it keeps back anyway
+    mark_tcp_only(s, why, inherited);
     return !s.conn || s.conn->keep_on_tcp(conn_why ? conn_why : why);
 }
+
+// Set once, never cleared: the program does I/O the shim cannot see.
+std::atomic<const char*> g_process_on_tcp{nullptr};
 
 // Signal-driven I/O (O_ASYNC, FIOASYNC): SIGIO comes from the kernel's socket,
 // which sees no byte a ring carries. A listener's SIGIO is for connections it
@@ -59,6 +69,29 @@ void keep_async_on_tcp(Socket& s) {
 
 }  // namespace
 
+namespace rdmasock::shim {
+
+const char* process_on_tcp_reason() { return g_process_on_tcp.load(); }
+
+// The flag goes up before the table is walked, and socket()/accept() put a new
+// socket in the table before they read the flag: one of the two sees the other.
+void keep_every_connection_on_tcp(const char* why) {
+    const char* none = nullptr;
+    if (!g_process_on_tcp.compare_exchange_strong(none, why)) return;  // done already
+    RS_LOG(info, "%s: every connection stays on (or goes back to) TCP", why);
+    if (!fd_table_built() || in_vfork_child()) return;  // no socket yet (no allocation where none is wanted); a vfork child changes no table
+    std::vector<std::shared_ptr<Connection>> back;
+    for (int fd : fd_table().present_in(0, INT_MAX)) {
+        auto s = fd_table().get(fd);
+        if (!s) continue;
+        mark_tcp_only(*s, why);
+        if (s->conn && s->conn->mark_tcp_only(why)) back.push_back(s->conn);
+    }
+    Connection::hand_over_all(back, why);  // both ends of a connection may be ours
+}
+
+}  // namespace rdmasock::shim
+
 extern "C" {
 
 int socket(int domain, int type, int protocol) {
@@ -68,7 +101,8 @@ int socket(int domain, int type, int protocol) {
     if (fd >= 0 && is_tcp(domain, type, protocol)) {
         auto s = std::make_shared<Socket>();
         s->nonblocking = type & SOCK_NONBLOCK;
-        fd_table().put(fd, std::move(s));
+        fd_table().put(fd, s);
+        if (const char* why = shim::process_on_tcp_reason()) keep_on_tcp(*s, why, false);
     }
     return kept(fd);
 }
@@ -166,7 +200,9 @@ static int accepted(int listen_fd, int fd, int flags) {
         s->nonblocking = flags & SOCK_NONBLOCK;
         s->conn = new_connection(fd, Role::server, s->nonblocking);
         const TransportChoice t = shim::config().transport;
-        if (l->tcp_only_inherited) {
+        if (const char* why = shim::process_on_tcp_reason()) {
+            keep_on_tcp(*s, why, false);
+        } else if (l->tcp_only_inherited) {
             // The kernel copies the option to the accepted socket.
             const char* option = l->tcp_only_why.load();
             keep_on_tcp(*s, option, true, (std::string(option) + " set on the listener").c_str());
@@ -180,7 +216,9 @@ static int accepted(int listen_fd, int fd, int flags) {
             errno = saved;
         }
         shim::stat_track(*s, fd);
-        fd_table().put(fd, std::move(s));
+        fd_table().put(fd, s);
+        // Again once it is in the table: the flag may have gone up meanwhile.
+        if (const char* why = shim::process_on_tcp_reason()) keep_on_tcp(*s, why, false);
     }
     return fd;
 }

@@ -19,6 +19,7 @@
 #include "fd_table.hpp"
 #include "own_fd.hpp"
 #include "raw_syscall.hpp"
+#include "shim_state.hpp"
 #include "thread_cancel.hpp"
 
 #if defined(__x86_64__)
@@ -97,6 +98,7 @@ long syscall(long n, ...) noexcept {
     long a[6];
     for (long& x : a) x = va_arg(ap, long);
     va_end(ap);
+    if (n == SYS_io_uring_setup) rdmasock::shim::io_uring_requested();  // before the ring exists
     if (shim_has_part(n, a)) {
         // A raw system call is not a cancellation point (libc's wrappers are): a
         // pending pthread_cancel must not act inside the interposer it reaches.

@@ -21,4 +21,13 @@ void print_stats(const Socket& s);
 // would change the fd table.
 bool in_vfork_child();
 
+// The program does I/O the interposers never see (it set up an io_uring):
+// every tracked connection goes back to TCP now, and none leaves it from then
+// on (interpose_uring.cpp). `why` names it in the statistics line.
+void keep_every_connection_on_tcp(const char* why);
+// The reason above, or null while there is none.
+const char* process_on_tcp_reason();
+// The program asks for an io_uring (liburing, or syscall(SYS_io_uring_setup)).
+void io_uring_requested();
+
 }  // namespace rdmasock::shim

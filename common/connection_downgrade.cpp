@@ -8,6 +8,7 @@
 // Each side turns plain once both of its directions are back.
 #include "connection_detail.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "downgrade.hpp"
@@ -232,10 +233,12 @@ bool Connection::hand_over(const char* why) {
 // may be another of them (both ends of a connection in this process), and its
 // first step is what serves that part.
 void Connection::hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why) {
-    std::vector<Connection*> waiting;
+    std::vector<Connection*> seen, waiting;
     for (auto& c : cs) {
+        if (!c || std::find(seen.begin(), seen.end(), c.get()) != seen.end()) continue;  // dup'd fds share one
+        seen.push_back(c.get());
         bool result = true;
-        if (c && c->begin_hand_over(why, &result) == HandOver::waiting) waiting.push_back(c.get());
+        if (c->begin_hand_over(why, &result) == HandOver::waiting) waiting.push_back(c.get());
     }
     for (Connection* c : waiting) c->finish_hand_over(why);
 }

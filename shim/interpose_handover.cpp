@@ -5,7 +5,6 @@
 // in order (Connection::hand_over; docs/protocol.md, "Downgrade"), so the
 // bytes are where the new reader or writer looks, and it stays plain TCP.
 #include <dirent.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "raw_syscall.hpp"
+#include "real_calls.hpp"
 #include "errno_keep.hpp"
 #include "fd_table.hpp"
 #include "log.hpp"
@@ -37,11 +37,7 @@ using namespace rdmasock::shim;
 
 namespace {
 
-template <class F>
-F next(const char* name) {
-    return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-}
-#define REAL(name) static auto real_##name = next<decltype(&::name)>(#name)
+#define REAL(name) static auto real_##name = rdmasock::real::next<decltype(&::name)>(#name)
 
 // A connection the shim carries on something other than its TCP socket.
 bool carried(const Socket& s) { return s.conn && !s.conn->is_plain(); }

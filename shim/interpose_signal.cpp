@@ -7,11 +7,11 @@
 // change our state, everything goes straight to libc.
 #include <signal.h>
 
-#include <dlfcn.h>
 
 #include <cerrno>
 
 #include "fault_guard.hpp"
+#include "real_calls.hpp"
 #include "signal_seen.hpp"
 #include "shim_state.hpp"
 
@@ -51,11 +51,6 @@ sighandler_t set_handler(int sig, sighandler_t h, bool bsd) {
     return old.sa_handler;
 }
 
-template <class F>
-F next(const char* name) {
-    return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-}
-
 }  // namespace
 
 extern "C" {
@@ -76,7 +71,7 @@ sighandler_t __sysv_signal(int sig, sighandler_t h) { return sysv_signal(sig, h)
 // System V sigset(): install (flags 0, nothing masked) and unblock; SIG_HOLD
 // only blocks, which is libc's business.
 sighandler_t sigset(int sig, sighandler_t h) {
-    static SignalFn real = next<SignalFn>("sigset");
+    static SignalFn real = rdmasock::real::next<SignalFn>("sigset");
     if (h == SIG_HOLD) return real(sig, h);
     struct sigaction act{}, old{};
     act.sa_handler = h;

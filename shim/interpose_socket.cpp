@@ -200,13 +200,13 @@ static int accepted(int listen_fd, int fd, int flags) {
         s->nonblocking = flags & SOCK_NONBLOCK;
         s->conn = new_connection(fd, Role::server, s->nonblocking);
         const TransportChoice t = shim::config().transport;
-        if (const char* why = shim::process_on_tcp_reason()) {
-            keep_on_tcp(*s, why, false);
-        } else if (l->tcp_only_inherited) {
+        // A process on TCP for good (io_uring) starts no rendezvous; the socket is kept on TCP below.
+        const bool process_on_tcp = shim::process_on_tcp_reason() != nullptr;
+        if (l->tcp_only_inherited) {
             // The kernel copies the option to the accepted socket.
             const char* option = l->tcp_only_why.load();
             keep_on_tcp(*s, option, true, (std::string(option) + " set on the listener").c_str());
-        } else if (t == TransportChoice::automatic || t == TransportChoice::shm) {
+        } else if (!process_on_tcp && (t == TransportChoice::automatic || t == TransportChoice::shm)) {
             sockaddr_storage peer{};
             socklen_t plen = sizeof peer;
             int saved = errno;
@@ -217,7 +217,7 @@ static int accepted(int listen_fd, int fd, int flags) {
         }
         shim::stat_track(*s, fd);
         fd_table().put(fd, s);
-        // Again once it is in the table: the flag may have gone up meanwhile.
+        // Read once it is in the table: a flag raised meanwhile is seen here, or its walk saw the socket.
         if (const char* why = shim::process_on_tcp_reason()) keep_on_tcp(*s, why, false);
     }
     return fd;

@@ -9,60 +9,48 @@
 // Not seen: a program that makes the system call without libc or liburing's
 // shared library (a static liburing, Go, Rust's io-uring crate), or that finds
 // liburing through dlopen and dlsym.
-#include <dlfcn.h>
-
 #include <cerrno>
 
 #include "errno_keep.hpp"
+#include "real_calls.hpp"
 #include "shim_state.hpp"
 
 struct io_uring;
 struct io_uring_params;
 
-namespace {
-
-constexpr const char* kWhy = "io_uring (its reads and writes bypass the shim)";
-
-template <class F>
-F next(const char* name) {
-    return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-}
+using rdmasock::real::next;
 
 // Before the ring exists: nothing may be left in a ring of ours when the
 // program's first io_uring read looks at the kernel socket.
-void before_io_uring() {
-    rdmasock::shim::ErrnoKept kept;
-    rdmasock::shim::keep_every_connection_on_tcp(kWhy);
+void rdmasock::shim::io_uring_requested() {
+    ErrnoKept kept;
+    keep_every_connection_on_tcp("io_uring (its reads and writes bypass the shim)");
     kept(0);
 }
-
-}  // namespace
-
-void rdmasock::shim::io_uring_requested() { before_io_uring(); }
 
 extern "C" {
 
 // liburing returns -errno from these.
 int io_uring_queue_init(unsigned entries, io_uring* ring, unsigned flags) {
-    before_io_uring();
+    rdmasock::shim::io_uring_requested();
     static auto real = next<int (*)(unsigned, io_uring*, unsigned)>("io_uring_queue_init");
     return real ? real(entries, ring, flags) : -ENOSYS;
 }
 
 int io_uring_queue_init_params(unsigned entries, io_uring* ring, io_uring_params* p) {
-    before_io_uring();
+    rdmasock::shim::io_uring_requested();
     static auto real = next<int (*)(unsigned, io_uring*, io_uring_params*)>("io_uring_queue_init_params");
     return real ? real(entries, ring, p) : -ENOSYS;
 }
 
 int io_uring_queue_mmap(int fd, io_uring_params* p, io_uring* ring) {
-    before_io_uring();
+    rdmasock::shim::io_uring_requested();
     static auto real = next<int (*)(int, io_uring_params*, io_uring*)>("io_uring_queue_mmap");
     return real ? real(fd, p, ring) : -ENOSYS;
 }
 
 int io_uring_setup(unsigned entries, io_uring_params* p) {
-    before_io_uring();
+    rdmasock::shim::io_uring_requested();
     static auto real = next<int (*)(unsigned, io_uring_params*)>("io_uring_setup");
     return real ? real(entries, p) : -ENOSYS;
 }

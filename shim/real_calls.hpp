@@ -1,6 +1,7 @@
 // The libc functions behind our interposers, found with dlsym(RTLD_NEXT).
 #pragma once
 
+#include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -64,5 +65,12 @@ struct Calls {
 const Calls& calls();
 // The subset the connection logic needs.
 const SocketOps& socket_ops();
+
+// A function found after the shim in lookup order (libc's, or another
+// library's such as liburing's), for an interposer the table above lacks.
+template <class F>
+F next(const char* name) {
+    return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
 
 }  // namespace rdmasock::real

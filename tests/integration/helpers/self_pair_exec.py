@@ -10,8 +10,9 @@ process (before 2026-11-28 the first end waited for good: a hang, a warning ever
 """
 import hashlib
 import os
-import socket
 import sys
+
+from settled_pair import settled_pair
 
 
 def digest(b):
@@ -41,16 +42,7 @@ def main():
     mode = sys.argv[1]
     if mode == "child":
         return child(int(sys.argv[2]), int(sys.argv[3]))
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    c = socket.create_connection(listener.getsockname())
-    s, _ = listener.accept()
-    for i in range(8):  # long enough for the same-host rendezvous
-        c.sendall(b"q" * (100 + i))
-        s.recv(4096)
-        s.sendall(b"a" * (100 + i))
-        c.recv(4096)
+    c, s = settled_pair()  # on its transport (shared memory) from here
     up = bytes((i * 7) % 251 for i in range(30000))
     down = bytes((i * 13) % 251 for i in range(50000))
     s.sendall(down)  # unread by c

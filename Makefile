@@ -7,6 +7,10 @@ OPT      ?= -O2
 CXXFLAGS := -std=c++20 $(OPT) -g -Wall -Wextra -Wno-missing-field-initializers -fPIC -pthread \
             -Icommon -Ishim -MMD -MP $(EXTRA_CXXFLAGS)
 LDLIBS   := -ldl -pthread
+# CHECKED=1 (and the sanitizer builds): a phase move outside the table aborts (common/connection_phase.hpp).
+ifneq ($(CHECKED)$(SAN),)
+CXXFLAGS += -DRDMASOCK_CHECK_PHASES
+endif
 ifeq ($(SAN),asan)
 CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined

@@ -1,4 +1,5 @@
 #include "raw_syscall.hpp"
+#include "kernel_calls.hpp"
 #include "connection_detail.hpp"
 
 #include <sys/stat.h>
@@ -52,7 +53,7 @@ Connection::Connection(int fd, Role role, bool nonblocking, const Config& config
     : fd_(fd), role_(role), nonblocking_(nonblocking), config_(config), ops_(ops),
       spin_(config.spin_us, config.spin_max_us) {
     // A client stays plain unless set_offer() finds a shimmed peer.
-    if (role == Role::client) phase_.store(Phase::plain);
+    if (role == Role::client) phase_.store(Phase::plain, std::memory_order_relaxed);  // not yet shared
     struct stat st;
     if (raw_syscall(SYS_fstat, fd, &st) == 0) inode_ = st.st_ino;
     if (config.fault.find("handover") != std::string::npos) {
@@ -105,7 +106,7 @@ bool Connection::abortive_close() const {
 // (own_fd.hpp).
 bool Connection::keep_own_fd() {
     signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
-    std::lock_guard<std::mutex> lk(fd_mu_);
+    std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
     if (own_fd_) return true;
     int d = dup_own_fd(fd_);
     if (d < 0) return false;
@@ -119,7 +120,7 @@ bool Connection::keep_own_fd() {
 
 void Connection::lose_fd_number(int fd) {
     signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
-    std::lock_guard<std::mutex> lk(fd_mu_);
+    std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
     if (own_fd_ || fd_ != fd) return;  // its own dup still names the socket
     __atomic_store_n(&fd_, -1, __ATOMIC_RELEASE);
     RS_LOG(warn, "fd %d was closed without the shim seeing it (a system call made without libc?) and now names another "
@@ -127,9 +128,9 @@ void Connection::lose_fd_number(int fd) {
 }
 
 void Connection::forget_other_threads() {
-    new (&fd_mu_) std::mutex();
-    new (&handshake_mu_) std::mutex();
-    new (&arm_mu_) std::mutex();
+    fd_mu_.forget_holders();
+    handshake_mu_.forget_holders();
+    arm_mu_.forget_holders();
     read_mu_.forget_holders();
     write_mu_.forget_holders();
     drain_owned_.store(false, std::memory_order_relaxed);
@@ -144,7 +145,7 @@ void Connection::retire_fd() {
         if (phase() == Phase::upgraded) transport_->flush_sends(1000);
     }
     signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
-    std::lock_guard<std::mutex> lk(fd_mu_);
+    std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
     if (own_fd_) {
         close_own_fd(fd_);
         own_fd_ = false;
@@ -154,7 +155,7 @@ void Connection::retire_fd() {
 void Connection::set_offer(uint32_t offers) {
     offers_ = offers;
     claim_rendezvous();  // the process that may offer (progress_client_offer)
-    phase_.store(offers ? Phase::undecided : Phase::plain, std::memory_order_release);
+    start(offers ? Phase::undecided : Phase::plain);
 }
 
 static ShmRendezvous::Options rendezvous_options(const Config& c) {
@@ -173,7 +174,7 @@ bool Connection::start_rendezvous_client() {
     rv_since_us_ = wait::now_us();
     side_tried_ = true;
     claim_rendezvous();
-    phase_.store(Phase::rv_listen, std::memory_order_release);
+    start(Phase::rv_listen);
     return true;
 }
 
@@ -193,7 +194,7 @@ bool Connection::forked_during_rendezvous() {
         hand_over("forked while the same-host rendezvous was under way");
         return true;
     }
-    std::lock_guard<std::mutex> lk(handshake_mu_);
+    std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
     if (phase() == ph) become_plain("forked while the same-host rendezvous was under way");
     return true;
 }
@@ -201,7 +202,7 @@ bool Connection::forked_during_rendezvous() {
 void Connection::start_rendezvous_server() {
     rv_ = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
     side_tried_ = true;
-    phase_.store(Phase::rv_pending, std::memory_order_release);
+    start(Phase::rv_pending);
 }
 
 int Connection::self_wake_fd() const {
@@ -234,6 +235,28 @@ int64_t Connection::timeout_for(bool write) const {
 
 bool Connection::owned_by_this_process() const { return owner_pid_ == 0 || owner_pid_ == current_pid(); }
 
+void Connection::enter(Phase to) {
+    const Phase from = phase_.exchange(to, std::memory_order_acq_rel);
+    started_ = true;
+    if (allowed_move(from, to)) return;
+#ifdef RDMASOCK_CHECK_PHASES
+    RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd_, to_string(from), to_string(to));
+    __builtin_trap();
+#else
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+        RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd_, to_string(from), to_string(to));
+#endif
+}
+
+void Connection::start(Phase to) {
+    if (started_ || !allowed_start(to)) {
+        enter(to);  // not a set-up move: checked as any other
+        return;
+    }
+    phase_.store(to, std::memory_order_release);
+}
+
 void Connection::become_plain(const char* why) {
     // What the application set is the reason, whatever the handshake saw then.
     if (tcp_only_.load() && !tcp_only_why_.empty()) why = tcp_only_why_.c_str();
@@ -242,15 +265,15 @@ void Connection::become_plain(const char* why) {
     if (rv_) rv_->close();
     // A transport handed over but never switched to stays alive (unused) until
     // the connection ends: its eventfd may still be registered in an epoll set.
-    phase_.store(Phase::plain, std::memory_order_release);
+    enter(Phase::plain);
     RS_LOG(info, "fd %d: staying on tcp (%s)", fd_, why);
 }
 
 void Connection::become_failed(const char* why) {
     fallback_reason_ = why;
     pending_.reset();
-    phase_.store(Phase::failed, std::memory_order_release);
-    ::shutdown(fd_, SHUT_RDWR);
+    enter(Phase::failed);
+    kernel::shutdown(fd_, SHUT_RDWR);
     RS_LOG(warn, "fd %d: handshake violated (%s); connection reset", fd_, why);
 }
 
@@ -262,7 +285,7 @@ void Connection::upgrade(std::unique_ptr<Transport> t) {
     fork_gen_ = fork_generation();
     // Bad application buffers get EFAULT from the ring copies from now on (fault_guard.hpp).
     if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
-    phase_.store(Phase::upgraded, std::memory_order_release);
+    enter(Phase::upgraded);
     RS_LOG(info, "fd %d: upgraded to %s", fd_, transport_->name());
 }
 
@@ -285,7 +308,7 @@ bool Connection::progress() {
     Phase ph = phase();
     if (settled(ph)) return false;
     signals::DeferHandlers held;  // a handler on this thread must not wait for handshake_mu_ (signal_seen.hpp)
-    std::lock_guard<std::mutex> lk(handshake_mu_);
+    std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
     if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)
         return progress_rendezvous(false);  // a readiness query does no I/O
     return progress_locked(false);
@@ -307,7 +330,7 @@ bool Connection::settle(int flags, bool for_write) {
         // this wait left it taken for good); the wait ends for them, and the
         // interposer runs them and restarts the call where the kernel would.
         signals::DeferHandlers held;
-        std::lock_guard<std::mutex> lk(handshake_mu_);
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         while (progress_locked(for_write)) {}
         Phase ph = phase();
         if (settled(ph)) return true;
@@ -483,7 +506,7 @@ void Connection::close_last_reference() {
         // what the client has not read yet of the bytes this server wrote. Only
         // after our own write: an untouched socket may be a forked child's to
         // negotiate (a postmaster closing its copy must not eat the HELLO).
-        std::lock_guard<std::mutex> lk(handshake_mu_);
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         bool eof, empty;
         auto r = peek_message(&eof, &empty);
         if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);

@@ -37,6 +37,7 @@
 #include "owner_written.hpp"
 #include "back_marker.hpp"
 #include "config.hpp"
+#include "connection_phase.hpp"
 #include "handshake.hpp"
 #include "process_id.hpp"
 #include "shm_rendezvous.hpp"
@@ -66,10 +67,6 @@ private:
 };
 
 enum class Role : uint8_t { client, server };
-enum class Phase : uint8_t { undecided, offered, accepted, strip_hello, upgraded, plain, failed,
-                             rv_listen, rv_pending, rv_offered, rv_accepted };
-
-const char* to_string(Phase p);
 
 class Connection {
 public:
@@ -257,6 +254,11 @@ private:
     handshake::ParseResult peek_message(bool* eof, bool* empty);
     bool send_message(const handshake::Message& m);
     bool consume(size_t n);
+    // The only writer of phase_: a move checked against connection_phase.hpp's
+    // table. start() is the set-up move of a connection no call has used yet.
+    void enter(Phase to);
+    void start(Phase to);
+    bool started_ = false;  // a call or a move has used the connection: start() no longer applies
     void become_plain(const char* why);
     void become_failed(const char* why);
     void upgrade(std::unique_ptr<Transport> t);
@@ -366,7 +368,7 @@ private:
     int64_t timeout_for(bool write) const;
 
     int fd_;
-    std::mutex fd_mu_;
+    HandlerSafeMutex fd_mu_;
     bool own_fd_ = false;  // fd_ is our private dup (keep_own_fd)
     const Role role_;
     std::atomic<bool> nonblocking_;
@@ -377,7 +379,7 @@ private:
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<Transport> pending_;  // server: created, waiting for READY
     int64_t need_more_since_ms_ = 0;      // a partial handshake message arrived at
-    std::mutex handshake_mu_;
+    HandlerSafeMutex handshake_mu_;
     // Whoever lets go of a direction wakes the calls waiting for it (side_lock.hpp).
     static void wake_local_of(void* c) { static_cast<Connection*>(c)->wake_local(); }
     SideLock read_mu_{wake_local_of, this}, write_mu_{wake_local_of, this};
@@ -390,7 +392,7 @@ private:
     void release_drain() { drain_owned_.store(false, std::memory_order_release); }
     // Several threads may sleep on one connection: the shared "wake me" flag is
     // cleared only when the last of them stops waiting.
-    std::mutex arm_mu_;
+    HandlerSafeMutex arm_mu_;
     int reader_sleepers_ = 0, writer_sleepers_ = 0;
     // False when the transport knows the peer already made progress: don't sleep.
     bool arm_side(bool reader);

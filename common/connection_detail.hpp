@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "raw_syscall.hpp"
+#include "kernel_calls.hpp"
 #include "connection.hpp"
 #include "wait_engine.hpp"
 
@@ -68,7 +69,7 @@ inline void raise_sigpipe(int flags) {
 // nothing else, so this changes no application-visible behaviour of the data.
 inline void no_delay(int fd) {
     int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    kernel::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 // Bytes waiting in the kernel socket (the peer's bytes before its switch). A raw

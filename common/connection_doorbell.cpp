@@ -36,14 +36,14 @@ void Connection::wake_local() {
 
 bool Connection::arm_side(bool reader) {
     signals::DeferHandlers held;  // a handler on this thread must not wait for arm_mu_ (signal_seen.hpp)
-    std::lock_guard<std::mutex> lk(arm_mu_);
+    std::lock_guard<HandlerSafeMutex> lk(arm_mu_);
     if (reader) return ++reader_sleepers_, transport_->arm_reader(true);
     return ++writer_sleepers_, transport_->arm_writer(true);
 }
 
 void Connection::disarm_side(bool reader) {
     signals::DeferHandlers held;  // a handler on this thread must not wait for arm_mu_ (signal_seen.hpp)
-    std::lock_guard<std::mutex> lk(arm_mu_);
+    std::lock_guard<HandlerSafeMutex> lk(arm_mu_);
     if (reader) {
         if (--reader_sleepers_ == 0) transport_->arm_reader(false);
     } else if (--writer_sleepers_ == 0) {

@@ -196,11 +196,11 @@ void Connection::finish_downgrade() {
     const Phase ph = phase();
     if (ph != Phase::upgraded && ph != Phase::rv_accepted) return;
     if (!tx_back() || !rx_back()) return;
-    std::lock_guard<std::mutex> lk(handshake_mu_);
+    std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
     if (phase() != ph) return;
     fallback_reason_ = downgrade_why_.empty() ? "the peer handed the stream back to tcp" : "handed back to tcp: " + downgrade_why_;
     if (rv_) rv_->close();
-    phase_.store(Phase::plain, std::memory_order_release);
+    enter(Phase::plain);
     RS_LOG(info, "fd %d: back on tcp (%s)", fd_, fallback_reason_.c_str());
     wake_local();  // sleepers of this side look again: the kernel answers now
 }
@@ -256,7 +256,7 @@ Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) 
         case Phase::rv_offered: {
             // No ring yet: every byte is on TCP; make sure none ever moves.
             signals::DeferHandlers held;  // a handler on this thread must not wait for handshake_mu_
-            std::lock_guard<std::mutex> lk(handshake_mu_);
+            std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
             const Phase p = phase();
             if (p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered) become_plain(why);
             return done(true);
@@ -272,7 +272,7 @@ Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) 
         return done(false);
     }
     {
-        std::lock_guard<std::mutex> lk(handshake_mu_);
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         if (downgrade_why_.empty()) downgrade_why_ = why;
     }
     RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);

@@ -70,7 +70,7 @@ void Connection::send_marker() {
 void Connection::begin_way_back(const std::string& why) {
     if (marker_out() || !can_go_back()) return;
     {
-        std::lock_guard<std::mutex> lk(handshake_mu_);
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         if (downgrade_why_.empty()) downgrade_why_ = why;
     }
     RS_LOG(warn, "fd %d: going back to tcp (%s)", fd_, why.c_str());
@@ -145,7 +145,7 @@ void Connection::reset_both(const char* why) {
 
 bool Connection::hand_over_in_band(const char* why) {
     {
-        std::lock_guard<std::mutex> lk(handshake_mu_);
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         if (downgrade_why_.empty()) downgrade_why_ = why;
     }
     RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);

@@ -2,6 +2,7 @@
 // the data path while bytes still travel over TCP (docs/protocol.md, "Switching at
 // a byte offset").
 #include "connection_detail.hpp"
+#include "kernel_calls.hpp"
 
 #include "peer_check.hpp"
 
@@ -42,7 +43,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             // The ring copies may start at any call now: bad buffers get EFAULT (fault_guard.hpp).
             if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
             peer_inode_ = rv_->peer_socket().inode;
-            phase_.store(Phase::rv_accepted, std::memory_order_release);
+            enter(Phase::rv_accepted);
             RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);
             return true;
         }
@@ -51,7 +52,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
             if (r == R::waiting) {
                 claim_rendezvous();
-                phase_.store(Phase::rv_offered, std::memory_order_release);
+                enter(Phase::rv_offered);
                 return true;
             }
             RS_LOG(debug, "fd %d: no side channel (%s): the client may still ask in band", fd_, rv_->why().c_str());
@@ -59,7 +60,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             side_tried_ = false;
             // No side channel: the client may still speak in band (an RDMA HELLO, which
             // must be answered, even if only to decline it, never passed on as data).
-            phase_.store(Phase::undecided, std::memory_order_release);
+            enter(Phase::undecided);
             return true;
         }
         case Phase::rv_offered: {
@@ -80,7 +81,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             if (transport_->rx_switch()->load(std::memory_order_acquire) != RingControl::kNotSwitched) {
                 if (may_syscall) rv_.reset();
                 no_delay(fd_);
-                phase_.store(Phase::upgraded, std::memory_order_release);
+                enter(Phase::upgraded);
                 RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
                 return true;
             }
@@ -92,7 +93,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 return true;
             }
             no_delay(fd_);
-            phase_.store(Phase::upgraded, std::memory_order_release);
+            enter(Phase::upgraded);
             RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
             return true;
         }
@@ -134,7 +135,7 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     // kRendezvousWaitUs: a count alone gave up on servers starved of CPU.
     int saved = errno;
     if (phase() == Phase::rv_listen && (n > 0 || rendezvous_gave_up())) {
-        std::lock_guard<std::mutex> lk(handshake_mu_);
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         if (!progress_rendezvous(true) && phase() == Phase::rv_listen) become_plain("the server made no offer");
     }
     errno = saved;
@@ -198,8 +199,8 @@ bool Connection::fin_peer_gone() {
     peer_check::SocketId id;
     std::string err;
     int saved = errno;
-    bool gone = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &l1) != 0 ||
-                ::getpeername(fd_, reinterpret_cast<sockaddr*>(&remote), &l2) != 0 ||
+    bool gone = kernel::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &l1) != 0 ||
+                kernel::getpeername(fd_, reinterpret_cast<sockaddr*>(&remote), &l2) != 0 ||
                 !peer_check::find_socket(remote, local, id, err) || id.inode != peer_inode_;
     errno = saved;
     if (gone) {

@@ -1,4 +1,5 @@
 #include "memfd_segment.hpp"
+#include "kernel_calls.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -58,7 +59,7 @@ bool MemfdSegment::create(size_t size, std::string& err) {
     // Every page allocated now, or a clear error now: never SIGBUS at first touch.
     if (int e = posix_fallocate(fd, 0, static_cast<off_t>(size)); e != 0)
         return err = "fallocate: " + std::string(strerror(e)), false;
-    if (fcntl(fd, F_ADD_SEALS, kSeals) != 0) return err = errno_text("F_ADD_SEALS"), false;
+    if (kernel::fcntl(fd, F_ADD_SEALS, kSeals) != 0) return err = errno_text("F_ADD_SEALS"), false;
     data_ = map_shared(fd, size);
     if (!data_) return err = errno_text("mmap"), false;
     size_ = size;
@@ -74,7 +75,7 @@ bool MemfdSegment::attach(int fd, size_t size, std::string& err) {
     if (!S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) != size)
         return err = "the peer's segment has the wrong size or type", false;
     // Without these seals the peer could shrink the file under our mapping (SIGBUS).
-    int seals = fcntl(fd, F_GET_SEALS);
+    int seals = kernel::fcntl(fd, F_GET_SEALS);
     if (seals < 0 || (seals & kSeals) != kSeals) return err = "the peer's segment is not sealed", false;
     // Allocated blocks cover the whole size: no hole to fault in later.
     if (static_cast<uint64_t>(st.st_blocks) * 512 < size) return err = "the peer's segment is not fully backed", false;

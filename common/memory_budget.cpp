@@ -1,4 +1,5 @@
 #include "memory_budget.hpp"
+#include "kernel_calls.hpp"
 #include "own_fd.hpp"
 
 #include <fcntl.h>
@@ -19,12 +20,12 @@ constexpr uint64_t kNoLimit = 1ull << 60;  // cgroup v1 says "unlimited" as ~2^6
 
 // The whole of a small kernel file (meminfo, memory.stat), or "" if unreadable.
 std::string slurp(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = kernel::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return {};
     std::string out;
     char buf[8192];
     for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
+        ssize_t n = kernel::read(fd, buf, sizeof buf);
         if (n <= 0) break;
         out.append(buf, static_cast<size_t>(n));
     }

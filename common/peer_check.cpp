@@ -1,4 +1,5 @@
 #include "peer_check.hpp"
+#include "kernel_calls.hpp"
 #include "own_fd.hpp"
 
 #include <linux/inet_diag.h>
@@ -57,7 +58,7 @@ bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, Socke
     msg.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
 
     int saved = errno;
-    int nl = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    int nl = kernel::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (nl < 0) {
         err = std::string("sock_diag socket: ") + strerror(errno);
         errno = saved;
@@ -68,7 +69,7 @@ bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, Socke
     bool ok = false;
     if (::sendto(nl, &msg, sizeof msg, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) == sizeof msg) {
         alignas(nlmsghdr) char buf[1024];
-        ssize_t n = ::recv(nl, buf, sizeof buf, 0);
+        ssize_t n = kernel::recv(nl, buf, sizeof buf, 0);
         auto* h = reinterpret_cast<nlmsghdr*>(buf);
         if (n >= static_cast<ssize_t>(sizeof(nlmsghdr)) && NLMSG_OK(h, static_cast<unsigned>(n))) {
             if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && h->nlmsg_len >= NLMSG_LENGTH(sizeof(inet_diag_msg))) {
@@ -97,7 +98,7 @@ bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, Socke
 uint64_t inode_of(int fd) {
     struct stat st {};
     int saved = errno;
-    uint64_t ino = ::fstat(fd, &st) == 0 ? st.st_ino : 0;
+    uint64_t ino = kernel::fstat(fd, &st) == 0 ? st.st_ino : 0;
     errno = saved;
     return ino;
 }

@@ -1,4 +1,5 @@
 #include "raw_syscall.hpp"
+#include "kernel_calls.hpp"
 #include "rdma_transport.hpp"
 
 #include "wait_engine.hpp"
@@ -118,10 +119,10 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     }
     {
         // Non-blocking: drain_wake() must never block on a missing event. Not
-        // inherited across exec. A raw fcntl: the shim interposes fcntl.
-        long fl = raw_syscall(SYS_fcntl, t->channel_->fd, F_GETFL);
-        if (fl < 0 || raw_syscall(SYS_fcntl, t->channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
-            raw_syscall(SYS_fcntl, t->channel_->fd, F_SETFD, FD_CLOEXEC) < 0) {
+        // inherited across exec (kernel_calls.hpp: the shim interposes fcntl).
+        long fl = kernel::fcntl(t->channel_->fd, F_GETFL);
+        if (fl < 0 || kernel::fcntl(t->channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+            kernel::fcntl(t->channel_->fd, F_SETFD, FD_CLOEXEC) < 0) {
             err = "fcntl(O_NONBLOCK) on the completion channel failed: " + errno_text(errno);
             return nullptr;
         }

@@ -1,4 +1,5 @@
 #include "registry.hpp"
+#include "kernel_calls.hpp"
 #include "own_fd.hpp"
 
 #include <arpa/inet.h>
@@ -37,11 +38,11 @@ bool is_loopback(const sockaddr* a) {
 }  // namespace
 
 int publish(uint16_t port) {
-    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = kernel::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     sockaddr_un a;
     socklen_t len = entry_name(port, a);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+    if (kernel::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
         close_own_fd(fd);  // EADDRINUSE: another shimmed listener already published it
         return -1;
     }
@@ -49,14 +50,14 @@ int publish(uint16_t port) {
 }
 
 bool is_published(uint16_t port) {
-    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = kernel::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return false;
     sockaddr_un a;
     socklen_t len = entry_name(port, a);
     int saved = errno;
     // connect() only looks: probing by bind() would itself occupy the name for an
     // instant, and a concurrent client could take that for a shimmed listener.
-    bool taken = ::connect(fd, reinterpret_cast<sockaddr*>(&a), len) == 0;
+    bool taken = kernel::connect(fd, reinterpret_cast<sockaddr*>(&a), len) == 0;
     close_own_fd(fd);
     errno = saved;
     return taken;
@@ -66,14 +67,14 @@ bool same_host(const sockaddr* peer, socklen_t len) {
     if (!peer || len < sizeof(sockaddr_in) || (peer->sa_family != AF_INET && peer->sa_family != AF_INET6)) return false;
     if (is_loopback(peer)) return true;
     // An address we can bind to is one of ours.
-    int fd = ::socket(peer->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = kernel::socket(peer->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return false;
     sockaddr_storage probe{};
     std::memcpy(&probe, peer, std::min<size_t>(len, sizeof probe));
     if (probe.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&probe)->sin_port = 0;
     else reinterpret_cast<sockaddr_in6*>(&probe)->sin6_port = 0;
     int saved = errno;
-    bool local = ::bind(fd, reinterpret_cast<sockaddr*>(&probe), len) == 0;
+    bool local = kernel::bind(fd, reinterpret_cast<sockaddr*>(&probe), len) == 0;
     close_own_fd(fd);
     errno = saved;
     return local;

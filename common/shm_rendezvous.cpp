@@ -1,4 +1,5 @@
 #include "raw_syscall.hpp"
+#include "kernel_calls.hpp"
 #include "shm_rendezvous.hpp"
 
 #include <fcntl.h>
@@ -89,8 +90,8 @@ ShmRendezvous::Result ShmRendezvous::fail(std::string why) {
 bool ShmRendezvous::peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote) {
     socklen_t l1 = sizeof local, l2 = sizeof remote;
     int saved = errno;
-    bool ok = ::getsockname(tcp_fd, reinterpret_cast<sockaddr*>(&local), &l1) == 0 &&
-              ::getpeername(tcp_fd, reinterpret_cast<sockaddr*>(&remote), &l2) == 0;
+    bool ok = kernel::getsockname(tcp_fd, reinterpret_cast<sockaddr*>(&local), &l1) == 0 &&
+              kernel::getpeername(tcp_fd, reinterpret_cast<sockaddr*>(&remote), &l2) == 0;
     errno = saved;
     return ok;
 }
@@ -142,8 +143,8 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     if (opt_.fault == "shm-create") err = "fault injection shm-create";
     else ch = ShmChannel::create_sealed(ring, err);
     if (!ch) return fail("cannot create the rings: " + err);
-    int mine = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    int peers = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int mine = kernel::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int peers = kernel::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (mine < 0 || peers < 0) {
         if (mine >= 0) close_own_fd(mine);
         if (peers >= 0) close_own_fd(peers);

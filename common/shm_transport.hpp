@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "raw_syscall.hpp"
+#include "kernel_calls.hpp"
 #include "shm_channel.hpp"
 #include "transport.hpp"
 #include "own_fd.hpp"
@@ -31,7 +32,7 @@ public:
         int saved = errno;
         uint64_t one = 1;
         // EAGAIN means the counter is huge: the peer has a wake-up pending anyway.
-        [[maybe_unused]] ssize_t n = ::write(peer_wake_, &one, sizeof one);
+        [[maybe_unused]] ssize_t n = kernel::write(peer_wake_, &one, sizeof one);
         errno = saved;
     }
     bool wake_self() override {
@@ -45,7 +46,9 @@ public:
     void drain_wake() override {
         int saved = errno;
         uint64_t v;
-        [[maybe_unused]] ssize_t n = ::read(wake_, &v, sizeof v);
+        // The peer shares this eventfd's file description and could clear its
+        // O_NONBLOCK: the read itself must never sleep.
+        [[maybe_unused]] ssize_t n = kernel::read_nowait(wake_, &v, sizeof v);
         errno = saved;
     }
     std::atomic<uint64_t>* tx_switch() override { return wake_ >= 0 ? &ch_->tx_control().switch_at : nullptr; }

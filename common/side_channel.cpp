@@ -1,4 +1,5 @@
 #include "side_channel.hpp"
+#include "kernel_calls.hpp"
 #include "own_fd.hpp"
 
 #include <fcntl.h>
@@ -22,10 +23,10 @@ socklen_t name_of(uint64_t ino, sockaddr_un& a) {
 }
 
 int unix_socket() {
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = kernel::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     int one = 1;  // the kernel attaches the sender's credentials to every message we receive
-    ::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+    kernel::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
     return adopt_own_fd(fd);
 }
 
@@ -36,7 +37,7 @@ int listen_for(uint64_t ino) {
     int fd = unix_socket();
     sockaddr_un a;
     socklen_t len = name_of(ino, a);
-    if (fd >= 0 && (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd, 4) != 0)) {
+    if (fd >= 0 && (kernel::bind(fd, reinterpret_cast<sockaddr*>(&a), len) != 0 || kernel::listen(fd, 4) != 0)) {
         close_own_fd(fd);
         fd = -1;
     }
@@ -50,7 +51,7 @@ int connect_to(uint64_t ino) {
     sockaddr_un a;
     socklen_t len = name_of(ino, a);
     // A Unix stream connect completes at once or fails (EAGAIN: backlog full).
-    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
+    if (fd >= 0 && kernel::connect(fd, reinterpret_cast<sockaddr*>(&a), len) != 0) {
         close_own_fd(fd);
         fd = -1;
     }
@@ -60,10 +61,10 @@ int connect_to(uint64_t ino) {
 
 int accept_peer(int listen_fd) {
     int saved = errno;
-    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = kernel::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
         int one = 1;
-        ::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+        kernel::setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
     }
     errno = saved;
     return adopt_own_fd(fd);
@@ -79,7 +80,7 @@ Received receive(int fd, void* buf, size_t len) {
     mh.msg_iovlen = 1;
     mh.msg_control = control;
     mh.msg_controllen = sizeof control;
-    r.bytes = ::recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    r.bytes = kernel::recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (r.bytes < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) r.error = errno;
     if (r.bytes >= 0) {
         r.truncated = mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC);
@@ -120,7 +121,7 @@ bool send(int fd, const void* buf, size_t len, const int* fds, int nfds) {
         c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
         std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
     }
-    ssize_t n = ::sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = kernel::sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n == static_cast<ssize_t>(len)) errno = saved;  // on failure errno says why
     return n == static_cast<ssize_t>(len);
 }

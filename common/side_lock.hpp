@@ -72,4 +72,32 @@ private:
     void* ctx_;
 };
 
+// A short-held lock that signal handlers of its holder's thread never see
+// taken: they are held back from before it is taken until after it is let go
+// (signals::DeferHandlers), so a handler that does socket I/O cannot wait for
+// its own thread. Every lock the shim takes on a path a handler's I/O also
+// takes is one of these (or a SideLock).
+class HandlerSafeMutex {
+public:
+    void lock() {
+        signals::defer_begin();
+        m_.lock();
+    }
+    bool try_lock() {
+        signals::defer_begin();
+        if (m_.try_lock()) return true;
+        signals::defer_end();
+        return false;
+    }
+    void unlock() {
+        m_.unlock();
+        signals::defer_end();
+    }
+    // In a forked child (one thread): a holder in the parent is not there.
+    void forget_holders() { new (&m_) std::mutex(); }
+
+private:
+    std::mutex m_;
+};
+
 }  // namespace rdmasock

@@ -21,12 +21,12 @@ void forget_fd(int fd) {
     bool last = false;
     std::shared_ptr<Socket> dupped;  // its last fd: registrations under other numbers go too
     if (auto s = fd_table().take(fd)) {
-        last = s->fd_refs.load() == 1;
-        // The connection lives on through another fd: it must not keep using this
-        // number, which the kernel may hand to the next open.
-        if (!last && s->conn && s->conn->fd() == fd) s->conn->keep_own_fd();
+        // The connection may live on through another fd: it must not keep using
+        // this number, which the kernel may hand to the next open. (A look, not the
+        // decision: a concurrent close of a dup may make this one the last after all.)
+        if (s->fd_refs.load() != 1 && s->conn && s->conn->fd() == fd) s->conn->keep_own_fd();
+        last = release_socket(s);
         if (last && s->dupped.load(std::memory_order_relaxed)) dupped = s;
-        release_socket(s);
     }
     // As in the kernel, epoll registrations last until the socket's last fd closes.
     epoll_forget(fd, last);

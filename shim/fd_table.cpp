@@ -1,4 +1,5 @@
 #include "fd_table.hpp"
+#include "signal_seen.hpp"
 
 #include <mutex>
 #include <new>
@@ -6,12 +7,18 @@
 namespace rdmasock {
 
 namespace {
+// A slot's lock. Signal handlers of the holding thread are held back while
+// it is taken: a handler's own socket call on the same fd would spin here for good.
 struct SpinGuard {
     std::atomic<bool>& l;
     explicit SpinGuard(std::atomic<bool>& lock) : l(lock) {
+        signals::defer_begin();
         while (l.exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
     }
-    ~SpinGuard() { l.store(false, std::memory_order_release); }
+    ~SpinGuard() {
+        l.store(false, std::memory_order_release);
+        signals::defer_end();
+    }
 };
 std::mutex g_chunk_mu;
 }  // namespace

@@ -68,11 +68,12 @@ void print_stats(const Socket& s) {
     print_line("%s", s.conn->stats_line(s.plain_tx.load(), s.plain_rx.load()).c_str());
 }
 
-void release_socket(const std::shared_ptr<Socket>& s, bool now) {
-    if (s->fd_refs.fetch_sub(1) != 1) return;
+bool release_socket(const std::shared_ptr<Socket>& s, bool now) {
+    if (s->fd_refs.fetch_sub(1) != 1) return false;
     if (s->registry_fd >= 0) close_own_fd(s->registry_fd);
     if (now) s->finish();  // at exit: a call in progress never returns
     s->last_fd_closing();
+    return true;
 }
 
 }  // namespace rdmasock::shim

@@ -12,7 +12,9 @@ const Config& config();
 // Ends one fd's reference to a socket: after the last one, and the last call
 // in progress on it, the stream ends and the statistics line is printed
 // (Socket::release). `now` (at exit): without waiting for calls in progress.
-void release_socket(const std::shared_ptr<Socket>& s, bool now = false);
+// Drops one fd's reference; true when it was the socket's last (the decrement
+// decides: two closes of dup'd fds at once cannot both see "not the last").
+bool release_socket(const std::shared_ptr<Socket>& s, bool now = false);
 void print_stats(const Socket& s);
 // A vfork child (or a posix_spawn/clone child sharing our memory) runs in the
 // parent's memory until it execs: it must not change the shim's tables. Only

@@ -422,6 +422,10 @@ inline Summary run_preloaded(const std::string& self, const std::string& lib, co
         std::fprintf(stderr, "pingpong: %s: %s; its stderr:\n%s", label.c_str(), problem.c_str(), errtext.c_str());
         return failed(label, size);
     }
+    // The wait policy's decision (cpu_load.hpp): waits that slept at once on a busy machine.
+    if (auto at = errtext.rfind("busy_skips="); at != std::string::npos)
+        std::fprintf(stderr, "pingpong: %s: client waits that skipped the spin (more runnable threads than CPUs): %s\n",
+                     label.c_str(), errtext.substr(at + 11, errtext.find_first_not_of("0123456789", at + 11) - at - 11).c_str());
     Cpu client_cpu{s.cpu_user_us_per_rt * static_cast<double>(s.iters) / 1e6,
                    s.cpu_sys_us_per_rt * static_cast<double>(s.iters) / 1e6};
     Cpu both = add_peer_cpu(client_cpu, cpu_of(srv), iters, warmup);

@@ -1,6 +1,7 @@
 #include "raw_syscall.hpp"
 #include "kernel_calls.hpp"
 #include "connection_detail.hpp"
+#include "cpu_load.hpp"
 
 #include <sys/stat.h>
 
@@ -606,7 +607,12 @@ std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {
              static_cast<unsigned long long>(tx_bytes_ + tcp_tx_ + plain_tx),
              static_cast<unsigned long long>(rx_bytes_ + tcp_rx_.load() + plain_rx),
              fallback_reason_.empty() ? "" : " reason=", fallback_reason_.empty() ? "" : fallback_reason_.c_str());
-    return up ? buf + transport_->stats_detail() : std::string(buf);
+    if (!up) return buf;
+    // How many of this process's waits slept at once because runnable threads
+    // outnumbered the CPUs (cpu_load.hpp): the wait policy's decision, shown.
+    char busy[64];
+    snprintf(busy, sizeof busy, " busy_skips=%llu", static_cast<unsigned long long>(cpu_load::spins_skipped()));
+    return buf + transport_->stats_detail() + busy;
 }
 
 }  // namespace rdmasock

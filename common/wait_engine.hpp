@@ -3,7 +3,8 @@
 // the steps that keeps a wake-up from being lost is written here once:
 //
 //   check    full readiness (the rings, and the kernel with a zero timeout)
-//   spin     ring-only looks, no syscalls, for the learned budget
+//   spin     ring-only looks, no syscalls, for the learned budget; none while
+//            runnable threads outnumber the CPUs (cpu_load.hpp)
 //   arm      ask each peer to ring our doorbell, and try to own its drain
 //   fence    seq_cst: our "wake me" store is ordered before the re-check's loads
 //   re-check the rings again: a byte that landed before the peer saw our flag
@@ -39,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "cpu_load.hpp"
 #include "signal_seen.hpp"
 
 namespace rdmasock::wait {
@@ -99,7 +101,12 @@ inline int interrupted() {
 // call, several per round trip.
 template <class Hooks>
 int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
-    const uint32_t budget = h.spin_budget_us();
+    uint32_t budget = h.spin_budget_us();
+    // Never spin on a CPU another runnable thread needs (cpu_load.hpp).
+    if (budget > 0 && timeout_us != 0 && cpu_load::oversubscribed()) {
+        budget = 0;
+        cpu_load::note_spin_skipped();
+    }
     const bool learns = timeout_us != 0 && h.learns();
     const int64_t start = timeout_us > 0 || budget > 0 || learns ? now_us() : 0;
     const int64_t spin_end = start + budget;

@@ -1,6 +1,7 @@
 // SpinPolicy: the learned spin follows the peer's answer time, stays within the
 // cap, and falls back to the base spin for slow or idle peers.
 #include <catch2/catch.hpp>
+#include <cstring>
 
 #include "spin_policy.hpp"
 
@@ -64,4 +65,24 @@ TEST_CASE("spin policy with a cap at or below the base spin, or no base spin, is
     SpinPolicy q(0, 200);  // RDMASOCK_SPIN_US=0: the sleeping wait, never a spin
     feed(q, 100, 100);
     CHECK(q.budget_us() == 0);
+}
+
+#include "cpu_load.hpp"
+
+TEST_CASE("cpu_load: the runnable count from /proc/loadavg's text", "[cpu_load]") {
+    using rdmasock::cpu_load::parse_runnable;
+    auto p = [](const char* s) { return parse_runnable(s, static_cast<long>(std::strlen(s))); };
+    CHECK(p("0.52 0.58 0.59 3/812 12345\n") == 3);
+    CHECK(p("10.00 9.00 8.00 17/2048 1\n") == 17);
+    CHECK(p("0.52 0.58 0.59 x/812 12345\n") == -1);
+    CHECK(p("0.52 0.58") == -1);
+    CHECK(p("") == -1);
+    CHECK(p("0.52 0.58 0.59 3") == -1);  // cut before the slash
+}
+
+TEST_CASE("cpu_load: a sample of this machine is sane", "[cpu_load]") {
+    (void)rdmasock::cpu_load::oversubscribed();
+    auto s = rdmasock::cpu_load::last_sample();
+    CHECK(s.cpus >= 1);
+    CHECK(s.runnable >= 1);  // the asking thread itself
 }

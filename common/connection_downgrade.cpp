@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "downgrade.hpp"
+#include "leftover.hpp"
 #include "log.hpp"
 #include "thread_cancel.hpp"
 
@@ -19,6 +21,24 @@ namespace rdmasock {
 
 using namespace detail;
 using downgrade::state, downgrade::kRing, downgrade::kAsked, downgrade::kBack;
+
+// A peer gone before its take-back (its socket ended): the ring's `left`
+// unread bytes are final. Read them out (the caller holds reader_busy) and keep
+// them beside the socket (leftover.hpp); the kernel's end follows them.
+static bool keep_leftover(ring::RingReader& rd, RingControl& rc, uint64_t inode, size_t left) {
+    std::vector<uint8_t> bytes(left);
+    size_t got = 0;
+    while (got < left) {
+        auto r = rd.read(bytes.data() + got, left - got);
+        got += r.bytes;
+        if (r.bytes == 0 || r.fault || r.status != ring::RingStatus::ok) break;
+    }
+    if (got != left || !leftover::keep(inode, bytes.data(), left)) return false;
+    rc.read_pos.store(rd.consumed(), std::memory_order_release);
+    rc.read_partial.store(rd.partial(), std::memory_order_release);
+    RS_LOG(info, "the peer's socket ended before it took back; its %zu unread ring bytes are kept for the socket's next reader", left);
+    return true;
+}
 
 bool Connection::tx_back() {
     auto* c = transport_->tx_control();
@@ -324,11 +344,13 @@ bool Connection::finish_hand_over(const char* why) {
                 if (!lock_busy(rc->reader_busy)) return false;
                 ring::RingReader& rd = transport_->reader();
                 rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
-                size_t left = rd.readable_bytes();
+                const size_t left = rd.readable_bytes();
+                // Nobody can put them on the TCP socket again: we take them
+                // ourselves, for whoever reads the socket next (leftover.hpp).
+                const bool kept = left == 0 || keep_leftover(rd, *rc, socket_inode(), left);
                 rc->back_state.store(kBack, std::memory_order_seq_cst);
                 downgrade::unlock(rc->reader_busy);
-                // Nobody can put them on the TCP socket again.
-                if (left > 0) reset_for_unread(left, "before it took back its unread bytes");
+                if (!kept) reset_for_unread(left, "before it took back its unread bytes");
                 break;
             }
             if (now_us() >= next_note) {

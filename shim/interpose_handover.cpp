@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "raw_syscall.hpp"
@@ -31,6 +32,7 @@
 #include "shim_state.hpp"
 #include "io_path.hpp"
 #include "splice_ring.hpp"
+#include "leftover.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::shim;
@@ -152,6 +154,26 @@ std::vector<char*> collect_args(const char* first, va_list ap, char*** envp) {
     return argv;
 }
 
+// Kept bytes (leftover.hpp) of inherited sockets go to the new image: their
+// memfds stay open across the exec, named in RDMASOCK_LEFTOVER, which the new
+// image's shim reads at load. `envp` as the exec gets it; `out` holds the copy.
+char* const* exec_env(char* const* envp, std::vector<char*>& out, std::string& var) {
+    if (!leftover::any()) return envp;
+    const std::string list = leftover::for_exec();
+    if (list.empty()) return envp;
+    bool preloaded = false;
+    for (char* const* e = envp; e && *e; ++e)
+        if (std::strncmp(*e, "LD_PRELOAD=", 11) == 0 && std::strstr(*e, "librdmasock")) preloaded = true;
+    if (!preloaded)
+        RS_LOG(error, "exec: the new program does not load the shim; bytes a closed peer left in a ring for an inherited socket are lost to it");
+    var = "RDMASOCK_LEFTOVER=" + list;
+    for (char* const* e = envp; e && *e; ++e)
+        if (std::strncmp(*e, "RDMASOCK_LEFTOVER=", 18) != 0) out.push_back(*e);
+    out.push_back(var.data());
+    out.push_back(nullptr);
+    return out.data();
+}
+
 }  // namespace
 
 namespace rdmasock::shim {
@@ -167,41 +189,174 @@ void vfork_child_dup(int oldfd) { hand_over_fd(oldfd, "exec (a vfork child's dup
 void vfork_child_closing(unsigned first, unsigned last) { hand_over_inherited("exec (a vfork child's close_range)", first, last); }
 }  // namespace rdmasock::shim
 
+namespace rdmasock::shim {
+
+using rdmasock::real::calls;
+
+// Kept bytes (leftover.hpp) travel with their socket: their memfd rides in the
+// same SCM_RIGHTS message, after the program's fds.
+const msghdr* with_leftovers(const msghdr* msg, msghdr& out, std::vector<char>& ctl) {
+    if (!leftover::any() || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return msg;
+    std::vector<int> extra;
+    for (cmsghdr* c = CMSG_FIRSTHDR(const_cast<msghdr*>(msg)); c; c = CMSG_NXTHDR(const_cast<msghdr*>(msg), c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) continue;
+        const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; ++i) {
+            int fd;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            const int m = leftover::memfd_of(leftover::inode_of(fd));
+            if (m >= 0 && std::find(extra.begin(), extra.end(), m) == extra.end()) extra.push_back(m);
+        }
+    }
+    if (extra.empty()) return msg;
+    const size_t base = CMSG_ALIGN(msg->msg_controllen);
+    ctl.assign(base + CMSG_SPACE(extra.size() * sizeof(int)), 0);
+    std::memcpy(ctl.data(), msg->msg_control, msg->msg_controllen);
+    auto* c = reinterpret_cast<cmsghdr*>(ctl.data() + base);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(extra.size() * sizeof(int));
+    std::memcpy(CMSG_DATA(c), extra.data(), extra.size() * sizeof(int));
+    out = *msg;
+    out.msg_control = ctl.data();
+    out.msg_controllen = ctl.size();
+    return &out;
+}
+
+// The kernel's recvmsg into a control buffer with room for the memfds too;
+// then the program's buffer gets the message without them, truncated as the
+// kernel truncates (MSG_CTRUNC; fds that do not fit are closed).
+ssize_t recvmsg_taking_leftovers(int fd, msghdr* msg, int flags) {
+    if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return calls().recvmsg(fd, msg, flags);
+    const size_t room = msg->msg_controllen;
+    std::vector<char> big(room + CMSG_SPACE(16 * sizeof(int)));
+    msghdr m = *msg;
+    m.msg_control = big.data();
+    m.msg_controllen = big.size();
+    const ssize_t r = calls().recvmsg(fd, &m, flags);
+    if (r < 0) return r;
+    const int saved = errno;
+    // First the memfds out (adopted only for a socket passed in the same
+    // message: holding the socket is the authority, as for the rings).
+    std::vector<int> fds, memfds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; ++i) {
+            int f;
+            std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+            (leftover::memfd_inode(f) ? memfds : fds).push_back(f);
+        }
+    }
+    for (int f : memfds) {
+        const uint64_t ino = leftover::memfd_inode(f);
+        bool passed = false;
+        for (int g : fds) passed = passed || leftover::inode_of(g) == ino;
+        if (!passed || !leftover::adopt(f)) {
+            if (passed) RS_LOG(error, "fd %d: the bytes kept for a passed socket could not be taken over", fd);
+            raw_syscall(SYS_close, f);
+        }
+    }
+    // Then the message as the program's buffer holds it.
+    char* dst = static_cast<char*>(msg->msg_control);
+    size_t used = 0;
+    int mflags = m.msg_flags;
+    bool full = false;  // past what fits: fds there are closed, as the kernel does
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        const bool rights = c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS;
+        std::vector<int> keep;
+        if (rights) {
+            const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < n; ++i) {
+                int f;
+                std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+                if (std::find(memfds.begin(), memfds.end(), f) == memfds.end()) keep.push_back(f);
+            }
+            if (keep.empty()) continue;
+            const size_t fit = !full && room >= used + CMSG_LEN(0) ? (room - used - CMSG_LEN(0)) / sizeof(int) : 0;
+            if (fit < keep.size()) {
+                mflags |= MSG_CTRUNC;
+                full = true;
+                for (size_t i = fit; i < keep.size(); ++i) raw_syscall(SYS_close, keep[i]);
+                keep.resize(fit);
+            }
+            if (keep.empty()) continue;
+            auto* o = reinterpret_cast<cmsghdr*>(dst + used);
+            o->cmsg_level = SOL_SOCKET;
+            o->cmsg_type = SCM_RIGHTS;
+            o->cmsg_len = CMSG_LEN(keep.size() * sizeof(int));
+            std::memcpy(CMSG_DATA(o), keep.data(), keep.size() * sizeof(int));
+            used += std::min(room - used, static_cast<size_t>(CMSG_SPACE(keep.size() * sizeof(int))));
+            continue;
+        }
+        if (full || used + c->cmsg_len > room) {
+            mflags |= MSG_CTRUNC;
+            full = true;
+            continue;
+        }
+        std::memcpy(dst + used, c, c->cmsg_len);
+        used += std::min(room - used, static_cast<size_t>(CMSG_ALIGN(c->cmsg_len)));
+    }
+    msg->msg_controllen = used;
+    msg->msg_namelen = m.msg_namelen;
+    msg->msg_flags = mflags;
+    errno = saved;
+    return r;
+}
+
+}  // namespace rdmasock::shim
+
 extern "C" {
 
 int execve(const char* path, char* const argv[], char* const envp[]) {
     REAL(execve);
     hand_over_inherited("exec");
-    return real_execve(path, argv, envp);
+    std::vector<char*> env;
+    std::string var;
+    return real_execve(path, argv, exec_env(envp, env, var));
 }
 
 int execv(const char* path, char* const argv[]) {
     REAL(execv);
+    REAL(execve);
     hand_over_inherited("exec");
+    std::vector<char*> env;
+    std::string var;
+    if (char* const* e = exec_env(environ, env, var); e != environ) return real_execve(path, argv, e);
     return real_execv(path, argv);
 }
 
 int execvp(const char* file, char* const argv[]) {
     REAL(execvp);
+    REAL(execvpe);
     hand_over_inherited("exec");
+    std::vector<char*> env;
+    std::string var;
+    if (char* const* e = exec_env(environ, env, var); e != environ) return real_execvpe(file, argv, e);
     return real_execvp(file, argv);
 }
 
 int execvpe(const char* file, char* const argv[], char* const envp[]) {
     REAL(execvpe);
     hand_over_inherited("exec");
-    return real_execvpe(file, argv, envp);
+    std::vector<char*> env;
+    std::string var;
+    return real_execvpe(file, argv, exec_env(envp, env, var));
 }
 
 int fexecve(int fd, char* const argv[], char* const envp[]) {
     REAL(fexecve);
     hand_over_inherited("exec");
-    return real_fexecve(fd, argv, envp);
+    std::vector<char*> env;
+    std::string var;
+    return real_fexecve(fd, argv, exec_env(envp, env, var));
 }
 
 int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
     hand_over_inherited("exec");
-    return static_cast<int>(raw_syscall(SYS_execveat, dirfd, path, argv, envp, flags));
+    std::vector<char*> env;
+    std::string var;
+    return static_cast<int>(raw_syscall(SYS_execveat, dirfd, path, argv, exec_env(envp, env, var), flags));
 }
 
 // The list forms reach execve inside libc, where no interposer sees them.

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 #include "errno_keep.hpp"
 #include "io_path.hpp"
@@ -31,7 +32,10 @@ extern "C" {
 ssize_t read(int fd, void* buf, size_t n) {
     return data_call(
         fd, [&](Socket& s) { return n == 0 ? 0 : recv_one(s, buf, n, 0); },
-        [&] { return count(fd, calls().read(fd, buf, n), false); });
+        [&] {
+            iovec v{buf, n};
+            return count(fd, after_kernel_recv(fd, &v, 1, 0, calls().read(fd, buf, n)), false);
+        });
 }
 
 ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
@@ -46,14 +50,17 @@ ssize_t readv(int fd, const iovec* iov, int cnt) {
             if (cnt >= 0 && cnt <= IOV_MAX && (cnt == 0 || iov) && no_bytes(iov, cnt)) return 0;
             return conn_recv(s, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
         },
-        [&] { return count(fd, calls().readv(fd, iov, cnt), false); });
+        [&] { return count(fd, after_kernel_recv(fd, iov, cnt < 0 ? 0 : static_cast<size_t>(cnt), 0, calls().readv(fd, iov, cnt)), false); });
 }
 
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
     if (flags & MSG_ERRQUEUE) return calls().recv(fd, buf, n, flags);  // the kernel socket's queue (io_path.hpp)
     return data_call(
         fd, [&](Socket& s) { return recv_one(s, buf, n, flags); },
-        [&] { return count(fd, calls().recv(fd, buf, n, flags), false); });
+        [&] {
+            iovec v{buf, n};
+            return count(fd, after_kernel_recv(fd, &v, 1, flags, calls().recv(fd, buf, n, flags)), false);
+        });
 }
 
 ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
@@ -65,7 +72,10 @@ ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen
     if (flags & MSG_ERRQUEUE) return calls().recvfrom(fd, buf, n, flags, addr, len);
     return data_call(
         fd, [&](Socket& s) { return recv_one(s, buf, n, flags); },  // TCP leaves addr untouched
-        [&] { return count(fd, calls().recvfrom(fd, buf, n, flags, addr, len), false); });
+        [&] {
+            iovec v{buf, n};
+            return count(fd, after_kernel_recv(fd, &v, 1, flags, calls().recvfrom(fd, buf, n, flags, addr, len)), false);
+        });
 }
 
 ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, sockaddr* addr, socklen_t* len) {
@@ -85,7 +95,11 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
             }
             return r;
         },
-        [&] { return count(fd, calls().recvmsg(fd, msg, flags), false); });
+        [&] {
+            ssize_t r = recvmsg_taking_leftovers(fd, msg, flags);
+            if (r <= 0 && msg) r = after_kernel_recv(fd, msg->msg_iov, msg->msg_iovlen, flags, r);
+            return count(fd, r, false);
+        });
 }
 
 ssize_t write(int fd, const void* buf, size_t n) {
@@ -112,7 +126,12 @@ ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* add
 }
 
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-    if (msg && msg->msg_controllen) before_passing_fds(msg);
+    msghdr with;
+    std::vector<char> ctl;
+    if (msg && msg->msg_controllen) {
+        before_passing_fds(msg);
+        msg = with_leftovers(msg, with, ctl);
+    }
     return data_call(
         fd, [&](Socket& s) { return conn_send(s, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE); },
         [&] { return count(fd, calls().sendmsg(fd, msg, flags), true); });

@@ -4,10 +4,19 @@
 
 #include "errno_keep.hpp"
 #include "iov_check.hpp"
+#include "leftover.hpp"
 #include "stat_hooks.hpp"
 #include "thread_cancel.hpp"
 
 namespace rdmasock::shim {
+
+namespace {
+size_t iov_total(const iovec* iov, size_t n) {
+    size_t t = 0;
+    for (size_t i = 0; i < n; ++i) t += iov[i].iov_len;
+    return t;
+}
+}  // namespace
 
 Connection* active(int fd, Call& call) {
     if (!fd_table().contains(fd)) return nullptr;
@@ -49,7 +58,18 @@ ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_ma
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
-    return span.leave(kept(settled(s, s.conn->recv(iov, static_cast<int>(cnt), flags), false, flags)));
+    ssize_t r = s.conn->recv(iov, static_cast<int>(cnt), flags);
+    // A hand-over in this call (a forked child's first read) may have kept the
+    // ring's last bytes: they come before the kernel's end.
+    if (r <= 0 && leftover::any() && !(flags & MSG_OOB) && iov_total(iov, cnt) > 0)
+        r = leftover::after_kernel(s.conn->socket_inode(), iov, static_cast<int>(cnt), flags, r, errno);
+    return span.leave(kept(settled(s, r, false, flags)));
+}
+
+ssize_t after_kernel_recv(int fd, const iovec* iov, size_t cnt, int flags, ssize_t r) {
+    if (r > 0 || !leftover::any() || (flags & (MSG_OOB | MSG_ERRQUEUE)) || cnt > 1024 || iov_total(iov, cnt) == 0) return r;
+    const int e = errno;
+    return leftover::after_kernel(leftover::inode_of(fd), iov, static_cast<int>(cnt), flags, r, e);
 }
 
 ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {

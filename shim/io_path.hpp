@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <vector>
 
 #include "shim_state.hpp"
 #include "signal_seen.hpp"
@@ -70,5 +71,15 @@ ssize_t send_one(Socket& s, const void* buf, size_t n, int flags);
 // A message passing fds (SCM_RIGHTS): each carried connection among them goes
 // back to TCP first (interpose_handover.cpp).
 void before_passing_fds(const msghdr* msg);
+// sendmsg with SCM_RIGHTS after before_passing_fds: where a passed socket has
+// kept bytes (leftover.hpp), `out` is the message with their memfds added
+// (control in `ctl`) and the result is &out; else `msg`.
+const msghdr* with_leftovers(const msghdr* msg, msghdr& out, std::vector<char>& ctl);
+// recvmsg of an fd the shim does not carry, where fds may arrive: takes
+// kept-bytes memfds out of the message and adopts them (leftover.hpp).
+ssize_t recvmsg_taking_leftovers(int fd, msghdr* msg, int flags);
+// The kernel's answer `r` to a receive on `fd`, or kept bytes of its socket
+// where the kernel said end of stream (leftover.hpp).
+ssize_t after_kernel_recv(int fd, const iovec* iov, size_t cnt, int flags, ssize_t r);
 
 }  // namespace rdmasock::shim

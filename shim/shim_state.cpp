@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "epoll_sets.hpp"
+#include "leftover.hpp"
 #include "log.hpp"
 #include "real_calls.hpp"
 #include "signal_seen.hpp"
@@ -46,6 +47,7 @@ __attribute__((constructor)) void init() {
     signals::note_process();
     pthread_atfork(nullptr, note_fork, after_fork_child);
     std::atexit(at_exit);
+    leftover::adopt_from_env();  // bytes an exec'd-from image kept for an inherited socket
     RS_LOG(debug, "loaded: transport=%s ring=%llu spin_us=%u", to_string(g_config->transport),
            static_cast<unsigned long long>(g_config->ring_bytes), g_config->spin_us);
 }

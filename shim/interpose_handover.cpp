@@ -120,10 +120,8 @@ void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip
     errno = saved;
 }
 
-// SCM_RIGHTS: the receiver reads the kernel socket.
-void hand_over_passed(const msghdr* msg) {
-    if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return;
-    const int saved = errno;
+// The fds an SCM_RIGHTS message carries, in order.
+std::vector<int> passed_fds(const msghdr* msg) {
     std::vector<int> fds;
     for (cmsghdr* c = CMSG_FIRSTHDR(const_cast<msghdr*>(msg)); c; c = CMSG_NXTHDR(const_cast<msghdr*>(msg), c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) continue;
@@ -134,7 +132,14 @@ void hand_over_passed(const msghdr* msg) {
             fds.push_back(fd);
         }
     }
-    hand_over_fds(fds, "passed to another process (SCM_RIGHTS)");
+    return fds;
+}
+
+// SCM_RIGHTS: the receiver reads the kernel socket.
+void hand_over_passed(const msghdr* msg) {
+    if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return;
+    const int saved = errno;
+    hand_over_fds(passed_fds(msg), "passed to another process (SCM_RIGHTS)");
     errno = saved;
 }
 
@@ -198,15 +203,9 @@ using rdmasock::real::calls;
 const msghdr* with_leftovers(const msghdr* msg, msghdr& out, std::vector<char>& ctl) {
     if (!leftover::any() || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return msg;
     std::vector<int> extra;
-    for (cmsghdr* c = CMSG_FIRSTHDR(const_cast<msghdr*>(msg)); c; c = CMSG_NXTHDR(const_cast<msghdr*>(msg), c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) continue;
-        const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < n; ++i) {
-            int fd;
-            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            const int m = leftover::memfd_of(leftover::inode_of(fd));
-            if (m >= 0 && std::find(extra.begin(), extra.end(), m) == extra.end()) extra.push_back(m);
-        }
+    for (int fd : passed_fds(msg)) {
+        const int m = leftover::memfd_of(leftover::inode_of(fd));
+        if (m >= 0 && std::find(extra.begin(), extra.end(), m) == extra.end()) extra.push_back(m);
     }
     if (extra.empty()) return msg;
     const size_t base = CMSG_ALIGN(msg->msg_controllen);

@@ -39,7 +39,10 @@ MemfdSegment& MemfdSegment::operator=(MemfdSegment&& o) noexcept {
 }
 
 MemfdSegment::~MemfdSegment() {
-    if (data_) munmap(data_, size_);
+    if (data_) {
+        munmap(data_, size_);
+        memory_budget::mapped(-static_cast<int64_t>(size_));
+    }
     if (held_) memory_budget::release(size_);
     release_fd();
     data_ = nullptr;
@@ -63,6 +66,7 @@ bool MemfdSegment::create(size_t size, std::string& err) {
     data_ = map_shared(fd, size);
     if (!data_) return err = errno_text("mmap"), false;
     size_ = size;
+    memory_budget::mapped(static_cast<int64_t>(size));
     memory_budget::hold(size);
     held_ = true;
     return true;
@@ -79,9 +83,13 @@ bool MemfdSegment::attach(int fd, size_t size, std::string& err) {
     if (seals < 0 || (seals & kSeals) != kSeals) return err = "the peer's segment is not sealed", false;
     // Allocated blocks cover the whole size: no hole to fault in later.
     if (static_cast<uint64_t>(st.st_blocks) * 512 < size) return err = "the peer's segment is not fully backed", false;
+    // The peer chose the size: it must leave the program its address space.
+    if (!memory_budget::address_space_allows(size))
+        return err = "not enough address space for the peer's rings (RLIMIT_AS)", false;
     data_ = map_shared(fd, size);
     if (!data_) return err = errno_text("mmap"), false;
     size_ = size;
+    memory_budget::mapped(static_cast<int64_t>(size));
     release_fd();
     return true;
 }

@@ -3,6 +3,7 @@
 #include "own_fd.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -108,6 +109,29 @@ bool cgroup_path(const std::string& text, std::string& path, bool& v1) {
 }
 
 std::atomic<uint64_t> g_held{0};
+std::atomic<uint64_t> g_pending{0};  // Reservation bytes
+std::atomic<uint64_t> g_mapped{0};   // ring mappings of this process
+
+// This process's mapped size (/proc/self/statm's first field), 0 if unknown.
+uint64_t vm_total() {
+    const std::string s = slurp("/proc/self/statm");
+    char* end = nullptr;
+    const unsigned long long pages = std::strtoull(s.c_str(), &end, 10);
+    if (end == s.c_str()) return 0;
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+uint64_t as_limit() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    return static_cast<uint64_t>(rl.rlim_cur);
+}
+
+bool as_allows_with(uint64_t pending, uint64_t need) {
+    const uint64_t limit = as_limit();
+    if (limit == UINT64_MAX) return true;
+    return address_space_share_ok(limit, vm_total(), g_mapped.load(std::memory_order_relaxed), pending, need);
+}
 
 }  // namespace
 
@@ -170,12 +194,47 @@ MemoryView current_view(uint64_t held) {
     return v;
 }
 
-uint64_t capacity_for_new_rings(uint64_t wanted, uint64_t (*segment)(uint64_t), uint64_t cap_setting, std::string& why) {
-    const uint64_t held = held_bytes();
-    const MemoryView view = current_view(held);
-    const uint64_t own_cap = cap_setting == UINT64_MAX ? (view.limit ? auto_cap(view) : UINT64_MAX) : cap_setting;
-    const uint64_t cap = ring_capacity_within(wanted, segment, held, own_cap, view);
-    if (cap == 0) {
+Reservation::~Reservation() {
+    if (bytes_) g_pending.fetch_sub(bytes_, std::memory_order_relaxed);
+}
+
+bool address_space_share_ok(uint64_t limit, uint64_t vm, uint64_t shim_mapped, uint64_t pending, uint64_t need) {
+    const uint64_t app = vm > shim_mapped ? vm - shim_mapped : 0;
+    const uint64_t room = limit > app ? limit - app : 0;
+    return shim_mapped + pending + need <= room / 4;
+}
+
+bool address_space_allows(uint64_t need) { return as_allows_with(g_pending.load(std::memory_order_relaxed), need); }
+void mapped(int64_t delta) { g_mapped.fetch_add(static_cast<uint64_t>(delta), std::memory_order_relaxed); }
+
+uint64_t capacity_for_new_rings(uint64_t wanted, uint64_t (*segment)(uint64_t), uint64_t cap_setting, std::string& why,
+                                Reservation* r) {
+    uint64_t cap = 0, held = 0, pending = 0;
+    MemoryView view;
+    uint64_t own_cap = 0;
+    bool as_short = false;
+    // Check and reserve as one step: a reservation made meanwhile by another
+    // connection makes this one look again (compare-and-swap on the total).
+    for (;;) {
+        pending = g_pending.load(std::memory_order_acquire);
+        held = held_bytes() + pending;
+        view = current_view(held);
+        own_cap = cap_setting == UINT64_MAX ? (view.limit ? auto_cap(view) : UINT64_MAX) : cap_setting;
+        cap = ring_capacity_within(wanted, segment, held, own_cap, view);
+        as_short = false;
+        while (cap && !as_allows_with(pending, segment(cap))) {
+            as_short = true;
+            cap = cap > kMinRing ? cap / 2 : 0;
+        }
+        if (!r || cap == 0) break;
+        if (g_pending.compare_exchange_weak(pending, pending + segment(cap), std::memory_order_acq_rel)) {
+            r->bytes_ += segment(cap);
+            break;
+        }
+    }
+    if (cap == 0 && as_short) {
+        why = "not enough address space for rings (RLIMIT_AS): the shim keeps to a quarter of what the program has left";
+    } else if (cap == 0) {
         auto mib = [](uint64_t b) { return b < (4u << 20) ? std::to_string(b >> 10) + " KiB" : std::to_string(b >> 20) + " MiB"; };
         why = "not enough memory for rings: " + mib(segment(std::min(wanted, kMinRing))) + " wanted, " + mib(view.free) +
               " free of " + mib(view.limit) + " (" + (view.where.empty() ? "unknown" : view.where) + "), this process holds " +

@@ -43,10 +43,39 @@ uint64_t ring_capacity_within(uint64_t wanted, uint64_t (*segment)(uint64_t), ui
 // The cap for own_bytes when RDMASOCK_RING_MEMORY is `auto`: a quarter of the limit.
 inline uint64_t auto_cap(const MemoryView& view) { return view.limit / 4; }
 
+// Memory a connection is about to take (between its check and its rings'
+// hold()): concurrent connections see each other's reservations, so they
+// cannot all pass one check before any has allocated. Dropped at scope end.
+class Reservation {
+public:
+    Reservation() = default;
+    ~Reservation();
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    uint64_t bytes() const { return bytes_; }
+
+private:
+    friend uint64_t capacity_for_new_rings(uint64_t, uint64_t (*)(uint64_t), uint64_t, std::string&, Reservation*);
+    uint64_t bytes_ = 0;
+};
+
 // What to create for a new connection now: ring_capacity_within() over this
-// process's view and holdings, with `cap_setting` (RDMASOCK_RING_MEMORY;
-// UINT64_MAX = auto_cap). 0 with `why` when nothing fits.
-uint64_t capacity_for_new_rings(uint64_t wanted, uint64_t (*segment)(uint64_t), uint64_t cap_setting, std::string& why);
+// process's view and holdings (and the reservations of connections being set
+// up), with `cap_setting` (RDMASOCK_RING_MEMORY; UINT64_MAX = auto_cap), and
+// within the address-space share below. 0 with `why` when nothing fits. With
+// `r`, the segment's bytes stay reserved until `r` goes.
+uint64_t capacity_for_new_rings(uint64_t wanted, uint64_t (*segment)(uint64_t), uint64_t cap_setting, std::string& why,
+                                Reservation* r = nullptr);
+
+// RLIMIT_AS: the shim's mappings (all of them, with `need` more) stay within a
+// quarter of the address space the application has left under its limit, so
+// the application's own allocations keep the rest. True when there is no limit.
+bool address_space_allows(uint64_t need);
+// Ring mappings of this process (created or attached), for the above.
+void mapped(int64_t delta);
+// The share rule itself (unit-tested): limit, the process's whole mapped size,
+// the shim's part of it, reserved-but-not-mapped bytes, the new need.
+bool address_space_share_ok(uint64_t limit, uint64_t vm_total, uint64_t shim_mapped, uint64_t pending, uint64_t need);
 
 // Ring memory this process holds (shared-memory segments it created, RDMA
 // rings it registered): counted by their owners.

@@ -133,8 +133,9 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
         return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "OFFER refused: " + err);
     const uint64_t wanted = ring::valid_capacity(w.ring_bytes) ? std::min(w.ring_bytes, opt_.ring_bytes) : opt_.ring_bytes;
     // Smaller rings, or none, rather than memory the program may need (memory_budget.hpp).
+    memory_budget::Reservation reserved;  // until the rings below hold their memory
     const uint64_t ring = memory_budget::capacity_for_new_rings(wanted, [](uint64_t c) -> uint64_t { return ShmChannel::segment_size(c); },
-                                                 opt_.ring_memory, err);
+                                                 opt_.ring_memory, err, &reserved);
     if (ring == 0) return fail(err);
     if (ring < wanted)
         RS_LOG(info, "fd %d: rings of %llu KiB, not %llu: memory is short (RDMASOCK_RING_MEMORY)", tcp_fd,

@@ -18,7 +18,7 @@ run_pair() {
     port=$(it_free_port)
     it_bg spid with_shim -t 240 "$PYTHON" "$HELD" server "$port" "$n" 2>"$IT_TMP/$name.server.err"
     it_wait_listen "$port" "$spid" || return 1
-    with_shim -t 240 env RDMASOCK_LOG=info "$@" "$PYTHON" "$HELD" client "$port" "$n" \
+    with_shim -t 240 env RDMASOCK_LOG=info "$@" "$PYTHON" "$HELD" client "$port" "$n" ${HELD_BYTES:-} \
         >"$IT_TMP/$name.client.out" 2>"$IT_TMP/$name.client.err" || rc=$?
     it_wait "$spid" || it_fail "$name: the server failed: $(tail -3 "$IT_TMP/$name.server.err")"
     it_log "$name: $(cat "$IT_TMP/$name.client.out") (client exit $rc)"
@@ -44,6 +44,19 @@ if run_pair cap 30 RDMASOCK_RING_MEMORY=3M; then
         it_fail "cap: no connection got smaller rings before TCP"
 else
     it_fail "cap: the client failed: $(tail -3 "$IT_TMP/cap.client.err")"
+fi
+
+# c) RLIMIT_AS (ulimit -v 200 MB) on the client, 150 connections each echoing 1 MiB read with
+#    recv(1 MiB): the program's own buffers must allocate as over TCP (before: MemoryError in its
+#    recv once the rings took the address space). The shim keeps to a quarter of what is left.
+HELD_BYTES=$((1 << 20)) run_pair aslimit 150 sh -c 'ulimit -v 200000 && exec "$@"' ulimit-sh || true
+if ! grep -q "150 connections held open, 450 echoes, 0 wrong" "$IT_TMP/aslimit.client.out"; then
+    it_fail "aslimit: the client failed: $(tail -3 "$IT_TMP/aslimit.client.err")"
+else
+    shm=$(grep -c "role=client transport=shm" "$IT_TMP/aslimit.client.err")
+    short=$(grep -c "role=client transport=tcp .*reason=not enough address space" "$IT_TMP/aslimit.client.err")
+    it_log "aslimit: client connections on shm: $shm; on tcp for want of address space: $short"
+    (( shm >= 1 )) || it_fail "aslimit: no connection got rings"
 fi
 
 # b) a memory cgroup

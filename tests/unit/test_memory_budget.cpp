@@ -137,3 +137,30 @@ TEST_CASE("this process's holdings count up and down") {
     release(3 * MiB);
     CHECK(held_bytes() == before);
 }
+
+TEST_CASE("the shim's mappings keep to a quarter of the address space the program has left") {
+    // 200 MiB limit, the program itself maps 40 MiB: 160 MiB left, the shim may map 40.
+    CHECK(address_space_share_ok(200 * MiB, 40 * MiB, 0, 0, 40 * MiB));
+    CHECK_FALSE(address_space_share_ok(200 * MiB, 40 * MiB, 0, 0, 41 * MiB));
+    // What the shim mapped already is not the program's: it counts against the share.
+    CHECK(address_space_share_ok(200 * MiB, 70 * MiB, 30 * MiB, 0, 10 * MiB));
+    CHECK_FALSE(address_space_share_ok(200 * MiB, 70 * MiB, 30 * MiB, 0, 11 * MiB));
+    // Reserved by connections being set up: counted too.
+    CHECK_FALSE(address_space_share_ok(200 * MiB, 70 * MiB, 30 * MiB, 5 * MiB, 6 * MiB));
+    // A program already past its limit leaves nothing.
+    CHECK_FALSE(address_space_share_ok(100 * MiB, 120 * MiB, 0, 0, 1));
+}
+
+TEST_CASE("a reservation is seen by the next check and given back at scope end") {
+    std::string why;
+    // The process's own cap (RDMASOCK_RING_MEMORY) of 3 MiB: one 1 MiB ring pair reserved leaves 1 MiB.
+    const uint64_t cap = held_bytes() + 3 * MiB;
+    {
+        Reservation r;
+        CHECK(capacity_for_new_rings(1 * MiB, two_rings, cap, why, &r) == 1 * MiB);
+        CHECK(r.bytes() == 2 * MiB);
+        // Not held yet, but reserved: the next connection gets a smaller ring.
+        CHECK(capacity_for_new_rings(1 * MiB, two_rings, cap, why) == 512 * 1024);
+    }
+    CHECK(capacity_for_new_rings(1 * MiB, two_rings, cap, why) == 1 * MiB);
+}

@@ -5,18 +5,27 @@
   held_connections.py client PORT N    open N connections and keep them all open; three rounds of a
                                        distinct 20,000-byte message on each, every echo checked;
                                        then close them all. Prints one line; exit 0 when exact.
+  held_connections.py client PORT N BYTES
+                                       the same with BYTES per message, sent 64 KiB at a time, each
+                                       piece's echo read with recv(1 MiB): the program's own 1 MiB
+                                       buffers (ring_memory.sh: RLIMIT_AS).
 """
 import selectors
 import socket
 import sys
 
 mode, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-MSG = 20000
+MSG = int(sys.argv[4]) if len(sys.argv) > 4 else 20000
+PIECE = 64 << 10 if len(sys.argv) > 4 else MSG
+PATTERN = bytes((i * 31) & 0xFF for i in range(256 * 31))
 
 
 def payload(conn, rnd):
     seed = (conn * 7919 + rnd * 104729) & 0xFF
-    return bytes((seed + i * 31) & 0xFF for i in range(MSG))
+    if MSG <= 20000:
+        return bytes((seed + i * 31) & 0xFF for i in range(MSG))
+    block = PATTERN[seed:] + PATTERN[:seed]
+    return (block * (MSG // len(block) + 1))[:MSG]
 
 
 if mode == "server":
@@ -48,13 +57,17 @@ bad = 0
 for rnd in range(3):
     for i, c in enumerate(conns):
         want = payload(i, rnd)
-        c.sendall(want)
         got = b""
-        while len(got) < MSG:
-            b = c.recv(MSG - len(got))
-            if not b:
+        for at in range(0, MSG, PIECE):
+            c.sendall(want[at:at + PIECE])
+            end = min(MSG, at + PIECE)
+            while len(got) < end:
+                b = c.recv(1 << 20 if PIECE != MSG else MSG - len(got))
+                if not b:
+                    break
+                got += b
+            if len(got) < end:
                 break
-            got += b
         bad += got != want
 for c in conns:
     c.close()

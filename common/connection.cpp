@@ -434,9 +434,10 @@ bool Connection::transport_failed() {
 
 // ---------------------------------------------------------------- teardown
 
-int Connection::shutdown(int how) {
+int Connection::shutdown(int how, bool* kernel_carries) {
     cancel::Shield shield;  // a hand-over, the writer's lock for the FIN record (thread_cancel.hpp)
     const bool rd = how == SHUT_RD || how == SHUT_RDWR, wr = how == SHUT_WR || how == SHUT_RDWR;
+    if (kernel_carries) *kernel_carries = false;
     if (phase() == Phase::upgraded && !owned_by_this_process()) {
         // A forked copy: the socket is both processes', and so is its shutdown
         // (the parent reads EOF or a reset as over TCP). The FIN record is the
@@ -444,15 +445,28 @@ int Connection::shutdown(int how) {
         if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
         return static_cast<int>(raw_syscall(SYS_shutdown, fd_, how));
     }
+    bool fin_owed = false;  // our sends reached the ring while this call began on TCP
     if (phase() != Phase::upgraded) {
         // The kernel carries this one (the caller shuts the TCP socket down); a
         // later switch to the ring must not reopen what the app closed.
-        if (has_rings(phase())) {
-            if (rd) shut_rd_ = true;
-            if (wr) shut_wr_ = true;
-            wake_local();
+        if (!has_rings(phase())) {
+            if (kernel_carries) *kernel_carries = true;
+            return 0;
         }
-        return 0;
+        if (rd) shut_rd_ = true;
+        const bool first_wr = wr && !shut_wr_.exchange(true);
+        // Dekker with a send's first switch to the ring (ring_send): either it
+        // sees shut_wr_ and never switches, or we see the phase it switched in.
+        // Then its records may be in the ring already, and the kernel's FIN
+        // would end the peer's stream before them: our end-of-stream record
+        // follows them instead, below, under the writers' lock (issue 36).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (!first_wr || phase() != Phase::upgraded) {
+            wake_local();
+            if (kernel_carries) *kernel_carries = true;
+            return 0;
+        }
+        fin_owed = true;
     }
     // A socket whose stream ended both ways (our FIN sent and the peer's
     // landed) or was reset is TCP_CLOSE: shutdown says ENOTCONN, and still
@@ -462,7 +476,7 @@ int Connection::shutdown(int how) {
     // In band, on the way back: our unread ring bytes go over TCP before the
     // kernel's FIN (hand_over waits for the peer's marker).
     if (wr && marker_out() && !tx_back()) hand_over("shutdown on the way back to tcp");
-    if (wr && !shut_wr_.exchange(true)) {
+    if (wr && (!shut_wr_.exchange(true) || fin_owed)) {
         // A writer blocked on a full ring holds write_mu_: wake it first; it sees
         // shut_wr_ and gives up (EPIPE, as a blocked TCP sender does).
         wake_local();

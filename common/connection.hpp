@@ -221,8 +221,10 @@ public:
     // SO_LINGER {1, 0} is set: the close must reset, not end, the stream.
     bool abortive_close() const;
 
-    // shutdown(2) and the last close(2) of this connection.
-    int shutdown(int how);
+    // shutdown(2) and the last close(2) of this connection. *kernel_carries
+    // (when given): the caller must also shut the kernel socket down (the
+    // stream's bytes still go over TCP); false when the ring carries the end.
+    int shutdown(int how, bool* kernel_carries = nullptr);
     void close_last_reference();
     // The process that owns the transport (set at upgrade). A forked child that
     // inherits an upgraded connection must not touch its rings.

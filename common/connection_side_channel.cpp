@@ -104,7 +104,17 @@ bool Connection::progress_rendezvous(bool may_syscall) {
 // ---------------------------------------------------------------- side-channel data path
 
 ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
-    std::lock_guard<SideLock> lk(write_mu_);
+    std::unique_lock<SideLock> lk(write_mu_);
+    // send() chose TCP from the phase before it held the writers' lock; another
+    // thread's send may have switched our sends to the ring meanwhile, at the
+    // offset that counts every TCP byte so far (switch_tx_locked). Bytes sent
+    // over TCP after it lie past the peer's switch offset, where nobody reads:
+    // a whole send accepted and lost (issue 36). Only under this lock does the
+    // way stand still: the call goes the way the phase says now.
+    if (phase() == Phase::upgraded) {
+        lk.unlock();
+        return send(iov, iovcnt, flags);
+    }
     return tcp_send_locked(iov, iovcnt, flags);
 }
 

@@ -103,6 +103,16 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             if (n < 0) return total > 0 ? static_cast<ssize_t>(total) : -1;
             return static_cast<ssize_t>(total + static_cast<size_t>(n));
         }
+        if (!tx_switched_) {
+            // Dekker with a shutdown() that began before the switch (Connection::shutdown):
+            // either it sees our phase and writes its end of stream after our records,
+            // or we see its shut_wr_ here and never switch (the kernel's FIN ends the stream).
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+            if (shut_wr_.load()) {
+                tx_leave_locked();
+                continue;  // refused at the top: EPIPE, or what this call sent before
+            }
+        }
         switch_tx_locked();
         auto r = w.writev(cur.v, cur.n);
         tx_leave_locked();

@@ -238,9 +238,13 @@ int shutdown(int fd, int how) {
     shim::ErrnoKept kept;
     auto s = fd_table().get(fd);
     if (s && s->conn && !s->conn->is_plain()) {
-        // Upgraded: the FIN travels in the ring; the kernel socket stays open for doorbells.
-        if (s->conn->phase() == Phase::upgraded) return kept(s->conn->shutdown(how));
-        s->conn->shutdown(how);  // records it; the kernel carries it below
+        // Upgraded: the FIN travels in the ring; the kernel socket stays open for
+        // doorbells. Before the switch the connection records it and the kernel
+        // carries it below. (The connection says which: the switch may come
+        // from another thread's send meanwhile.)
+        bool kernel_carries = false;
+        const int r = s->conn->shutdown(how, &kernel_carries);
+        if (!kernel_carries) return kept(r);
     }
     return kept(calls().shutdown(fd, how));
 }

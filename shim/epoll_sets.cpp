@@ -59,6 +59,12 @@ struct Interest {
     // forgets it without undoing them, as closing a copy of an fd leaves the
     // kernel's registration alone.
     bool inherited = false;
+    // The call (EpollSet::calls) whose answer lists it, and at which entry: Linux
+    // lists a registered fd at most once per call, so a second report in the same
+    // call (its TCP socket's kernel event from before the switch to the rings, and
+    // the rings' readiness) merges into that entry and takes no other fd's slot.
+    uint64_t listed_in = 0;
+    int entry = -1;
 };
 
 struct EpollSet;
@@ -82,6 +88,7 @@ struct EpollSet {
     std::vector<std::pair<int, uint64_t>> watch;
     size_t cold = 0;
     uint64_t next_id = 1;
+    uint64_t calls = 0;  // answers built (EpollWait::check), for Interest::listed_in
     uint64_t local_epoch = 0;  // Connection::local_epoch() when cold ones were last all looked at
     // Nesting (expose, below): the sets registered in this one, which a wait on
     // this one exposes first; and this set's eventfd in its own kernel half,
@@ -507,6 +514,24 @@ struct EpollWait {
     bool readied = false;  // the arm found an interest ready
     int64_t start;
     std::vector<SleepArm> sleep_arms;  // hot interests armed for the coming sleep
+    uint64_t call = 0;  // this answer's number (EpollSet::calls)
+
+    // An interest's events into the answer: its own entry, or merged into the one
+    // this answer already has for it. False when the answer is full.
+    bool put(Interest& in, uint32_t ev, int& n) {
+        if (in.listed_in == call) {
+            out[in.entry].events |= ev;
+            return true;
+        }
+        if (n >= max) return false;
+        in.listed_in = call;
+        in.entry = n;
+        out[n].events = ev;
+        out[n].data = in.data;
+        ++n;
+        return true;
+    }
+    bool listed(const Interest& in) const { return in.listed_in == call; }
 
     int kernel_wait(epoll_event* ev, int n, int ms) {
         return mask ? real::calls().epoll_pwait(epfd, ev, n, ms, mask) : real::calls().epoll_wait(epfd, ev, n, ms);
@@ -542,9 +567,7 @@ struct EpollWait {
                 continue;
             }
             if (in.events & EPOLLONESHOT) in.disabled = true;
-            out[n].events = k[i].events;
-            out[n].data = in.data;
-            ++n;
+            put(in, k[i].events, n);
         }
         return n;
     }
@@ -562,7 +585,8 @@ struct EpollWait {
                 continue;
             }
             short kev = 0;
-            uint32_t ev = ring_events(in, &kev, commit && n < max);
+            // One already in this answer (its kernel event) takes its ring events too.
+            uint32_t ev = ring_events(in, &kev, commit && (n < max || listed(in)));
             sync_kernel(epfd, it->first, in, kev);
             if (!ev) {
                 if (commit && in.idle < 255) ++in.idle;
@@ -570,13 +594,9 @@ struct EpollWait {
             }
             if (!commit) return 1;
             in.idle = 0;
-            if (n < max) {
-                if (timeout_us != 0 && in.sock->conn->spin_policy().learns())
-                    in.sock->conn->spin_policy().record(wait::now_us() - start);
-                out[n].events = ev;
-                out[n].data = in.data;
-                ++n;
-            }
+            const bool fresh_entry = !listed(in);
+            if (put(in, ev, n) && fresh_entry && timeout_us != 0 && in.sock->conn->spin_policy().learns())
+                in.sock->conn->spin_policy().record(wait::now_us() - start);
         }
         return n;
     }
@@ -616,6 +636,7 @@ struct EpollWait {
             if (nk < 0) return -1;
         }
         first = false;
+        call = ++set.calls;  // a new answer: nothing listed in it yet
         rescue_cold();
         int n = take_kernel(nk, 0);
         n = scan(n, true);

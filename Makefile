@@ -39,7 +39,7 @@ LIB        := $(BUILD)/librdmasock.so
 CLI        := $(BUILD)/rdmasock
 UNIT       := $(BUILD)/unit-tests
 
-.PHONY: install uninstall deb FORCE all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-rdma-2g test-pg bench-pg bench-pg-latency stress fuzz robustness tsan
+.PHONY: checked install uninstall deb FORCE all test check test-unit test-asan asan bench bench-rdma rdmaInlineComparison demo clean test-rdma test-rdma-2g test-pg bench-pg bench-pg-latency stress fuzz robustness tsan
 all: $(LIB) $(UNIT) $(PROGRAMS) $(BENCHES) $(CLI)
 
 $(BUILD)/obj/%.o: %.cpp
@@ -137,8 +137,12 @@ test-asan: asan
 	RDMASOCK_TEST_RECORDS=$${RDMASOCK_TEST_RECORDS:-1000000} build-asan/unit-tests
 
 # What CI runs (README's test command): everything, plain and sanitized.
-check: all asan
+check: all asan checked
 	BUILD=$(BUILD) scripts/run-tests --asan
+
+# The shim with every phase move checked (common/connection_phase.hpp): the fuzzer's build.
+checked:
+	$(MAKE) CHECKED=1 BUILD=build-checked build-checked/librdmasock.so
 
 # The RDMA tests (verbs, and the shim over rdma) inside a Soft-RoCE VM: one host,
 # two hosts, two namespaces, and (not in make check: 6-9 minutes) the reduced two-kernel
@@ -152,8 +156,9 @@ test-rdma-2g: all
 	BUILD=$(BUILD) scripts/test-rdma --two-guests-full
 
 # The sleep/wake race at 25x the CI volume (millions of kernel sleeps; ~15 min on 2 cores).
-stress: all
+stress: all checked
 	BUILD=$(BUILD) STRESS_SCALE=$${STRESS_SCALE:-25} bash tests/integration/wake_stress.sh
+	BUILD=$(BUILD) MT_FUZZ_SEEDS="$$(seq -s ' ' 100 160)" MT_FUZZ_ROUNDS=20 bash tests/integration/mt_fuzz.sh
 
 # Robustness (docs/robustness.md). fuzz: each libFuzzer target FUZZ_SECONDS in turn (clang);
 # robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race, isolation;
@@ -202,6 +207,6 @@ bench-pg-latency: $(LIB)
 	SHIM=$(BUILD)/librdmasock.so LAT_CMD='make bench-pg-latency' benchmarks/pg-latency.sh
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-checked
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

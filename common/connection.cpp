@@ -52,7 +52,7 @@ Connection::Connection(int fd, Role role, bool nonblocking, const Config& config
     : fd_(fd), role_(role), nonblocking_(nonblocking), config_(config), ops_(ops),
       spin_(config.spin_us, config.spin_max_us) {
     // A client stays plain unless set_offer() finds a shimmed peer.
-    if (role == Role::client) phase_.store(Phase::plain);
+    if (role == Role::client) set_phase(Phase::plain);
     struct stat st;
     if (raw_syscall(SYS_fstat, fd, &st) == 0) inode_ = st.st_ino;
     if (config.fault.find("handover") != std::string::npos) {
@@ -130,6 +130,9 @@ void Connection::forget_other_threads() {
     new (&fd_mu_) std::mutex();
     new (&handshake_mu_) std::mutex();
     new (&arm_mu_) std::mutex();
+    // The bells stay registered: a parent's thread bell or an inherited epoll
+    // set's is still open here, and a ring wakes that sleeper to look again.
+    new (&bell_mu_) std::mutex();
     read_mu_.forget_holders();
     write_mu_.forget_holders();
     drain_owned_.store(false, std::memory_order_relaxed);
@@ -154,7 +157,7 @@ void Connection::retire_fd() {
 void Connection::set_offer(uint32_t offers) {
     offers_ = offers;
     claim_rendezvous();  // the process that may offer (progress_client_offer)
-    phase_.store(offers ? Phase::undecided : Phase::plain, std::memory_order_release);
+    set_phase(offers ? Phase::undecided : Phase::plain);
 }
 
 static ShmRendezvous::Options rendezvous_options(const Config& c) {
@@ -173,7 +176,7 @@ bool Connection::start_rendezvous_client() {
     rv_since_us_ = wait::now_us();
     side_tried_ = true;
     claim_rendezvous();
-    phase_.store(Phase::rv_listen, std::memory_order_release);
+    set_phase(Phase::rv_listen);
     return true;
 }
 
@@ -201,7 +204,7 @@ bool Connection::forked_during_rendezvous() {
 void Connection::start_rendezvous_server() {
     rv_ = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
     side_tried_ = true;
-    phase_.store(Phase::rv_pending, std::memory_order_release);
+    set_phase(Phase::rv_pending);
 }
 
 int Connection::self_wake_fd() const {
@@ -242,14 +245,14 @@ void Connection::become_plain(const char* why) {
     if (rv_) rv_->close();
     // A transport handed over but never switched to stays alive (unused) until
     // the connection ends: its eventfd may still be registered in an epoll set.
-    phase_.store(Phase::plain, std::memory_order_release);
+    set_phase(Phase::plain);
     RS_LOG(info, "fd %d: staying on tcp (%s)", fd_, why);
 }
 
 void Connection::become_failed(const char* why) {
     fallback_reason_ = why;
     pending_.reset();
-    phase_.store(Phase::failed, std::memory_order_release);
+    set_phase(Phase::failed);
     ::shutdown(fd_, SHUT_RDWR);
     RS_LOG(warn, "fd %d: handshake violated (%s); connection reset", fd_, why);
 }
@@ -262,7 +265,7 @@ void Connection::upgrade(std::unique_ptr<Transport> t) {
     fork_gen_ = fork_generation();
     // Bad application buffers get EFAULT from the ring copies from now on (fault_guard.hpp).
     if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
-    phase_.store(Phase::upgraded, std::memory_order_release);
+    set_phase(Phase::upgraded);
     RS_LOG(info, "fd %d: upgraded to %s", fd_, transport_->name());
 }
 

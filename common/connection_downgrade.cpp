@@ -200,7 +200,7 @@ void Connection::finish_downgrade() {
     if (phase() != ph) return;
     fallback_reason_ = downgrade_why_.empty() ? "the peer handed the stream back to tcp" : "handed back to tcp: " + downgrade_why_;
     if (rv_) rv_->close();
-    phase_.store(Phase::plain, std::memory_order_release);
+    set_phase(Phase::plain);
     RS_LOG(info, "fd %d: back on tcp (%s)", fd_, fallback_reason_.c_str());
     wake_local();  // sleepers of this side look again: the kernel answers now
 }

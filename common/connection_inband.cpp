@@ -112,7 +112,7 @@ bool Connection::progress_client_offer() {
         become_failed("could not send HELLO");
         return true;
     }
-    phase_.store(Phase::offered, std::memory_order_release);
+    set_phase(Phase::offered);
     return true;
 }
 
@@ -174,7 +174,7 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
         if (!app_wants_to_write) return false;
         // The app speaks first: its bytes go out on TCP now; a shimmed client
         // will see them instead of a reply and stay on TCP too.
-        phase_.store(Phase::strip_hello, std::memory_order_release);
+        set_phase(Phase::strip_hello);
         return true;
     }
     if (r.status == handshake::Parse::need_more) return false;
@@ -203,7 +203,7 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
         return true;
     }
     if (reply.type == handshake::Type::decline) become_plain(handshake::to_string(reply.reason));
-    else phase_.store(Phase::accepted, std::memory_order_release);
+    else set_phase(Phase::accepted);
     return true;
 }
 

@@ -42,7 +42,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             // The ring copies may start at any call now: bad buffers get EFAULT (fault_guard.hpp).
             if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
             peer_inode_ = rv_->peer_socket().inode;
-            phase_.store(Phase::rv_accepted, std::memory_order_release);
+            set_phase(Phase::rv_accepted);
             RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);
             return true;
         }
@@ -51,7 +51,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
             if (r == R::waiting) {
                 claim_rendezvous();
-                phase_.store(Phase::rv_offered, std::memory_order_release);
+                set_phase(Phase::rv_offered);
                 return true;
             }
             RS_LOG(debug, "fd %d: no side channel (%s): the client may still ask in band", fd_, rv_->why().c_str());
@@ -59,7 +59,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             side_tried_ = false;
             // No side channel: the client may still speak in band (an RDMA HELLO, which
             // must be answered, even if only to decline it, never passed on as data).
-            phase_.store(Phase::undecided, std::memory_order_release);
+            set_phase(Phase::undecided);
             return true;
         }
         case Phase::rv_offered: {
@@ -80,7 +80,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             if (transport_->rx_switch()->load(std::memory_order_acquire) != RingControl::kNotSwitched) {
                 if (may_syscall) rv_.reset();
                 no_delay(fd_);
-                phase_.store(Phase::upgraded, std::memory_order_release);
+                set_phase(Phase::upgraded);
                 RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
                 return true;
             }
@@ -92,7 +92,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 return true;
             }
             no_delay(fd_);
-            phase_.store(Phase::upgraded, std::memory_order_release);
+            set_phase(Phase::upgraded);
             RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
             return true;
         }

@@ -156,15 +156,18 @@ int set_bell(EpollSet& set) {
 // its registration until it leaves the set or settles: whichever thread of the
 // set wakes drains it and rescans (take_kernel), so the new phase's wait set
 // (its doorbell) is in the kernel half before anyone sleeps on it again.
-// False when the member needs the bell and has none (the wait then naps).
-bool watch_phase(EpollSet& set, Interest& in) {
-    if (in.bell_watched || !in.sock->conn || in.inherited) return true;
-    if (!Connection::phase_may_change(in.sock->conn->phase())) return true;
+// none: nothing to do; added: registered now (a change since the caller's last
+// look rang nobody: look again before sleeping); failed: it needs the bell and
+// has none (the wait then naps).
+enum class Watch { none, added, failed };
+Watch watch_phase(EpollSet& set, Interest& in) {
+    if (in.bell_watched || !in.sock->conn || in.inherited) return Watch::none;
+    if (!Connection::phase_may_change(in.sock->conn->phase())) return Watch::none;
     const int b = set_bell(set);
-    if (b < 0) return false;
+    if (b < 0) return Watch::failed;
     in.sock->conn->watch_phase(b);
     in.bell_watched = true;
-    return true;
+    return Watch::added;
 }
 
 void unwatch_phase(EpollSet& set, Interest& in) {
@@ -705,7 +708,11 @@ struct EpollWait {
             auto it = set.fds.find(fd);
             if (it == set.fds.end() || it->second.id != id) continue;
             Interest& in = it->second;
-            if (in.listed && !watch_phase(set, in)) a.max_sleep_us = a.max_sleep_us < 0 ? wait::kNapUs : std::min(a.max_sleep_us, wait::kNapUs);
+            if (in.listed) switch (watch_phase(set, in)) {
+                case Watch::none: break;
+                case Watch::added: readied = true; break;  // its phase may have moved since the scan
+                case Watch::failed: a.max_sleep_us = a.max_sleep_us < 0 ? wait::kNapUs : std::min(a.max_sleep_us, wait::kNapUs); break;
+            }
             if (!in.listed || !ring_driven(in)) continue;
             SleepArm held;
             int64_t cap = -1;

@@ -132,6 +132,9 @@ void Connection::forget_other_threads() {
     fd_mu_.forget_holders();
     handshake_mu_.forget_holders();
     arm_mu_.forget_holders();
+    // The bells stay registered: a parent's thread bell or an inherited epoll
+    // set's is still open here, and a ring wakes that sleeper to look again.
+    bell_mu_.forget_holders();
     read_mu_.forget_holders();
     write_mu_.forget_holders();
     drain_owned_.store(false, std::memory_order_relaxed);
@@ -239,6 +242,7 @@ bool Connection::owned_by_this_process() const { return owner_pid_ == 0 || owner
 void Connection::enter(Phase to) {
     const Phase from = phase_.exchange(to, std::memory_order_acq_rel);
     started_ = true;
+    ring_phase_bells();  // sleepers that began under the old phase look again
     if (allowed_move(from, to)) return;
 #ifdef RDMASOCK_CHECK_PHASES
     RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd_, to_string(from), to_string(to));
@@ -256,6 +260,7 @@ void Connection::start(Phase to) {
         return;
     }
     phase_.store(to, std::memory_order_release);
+    ring_phase_bells();
 }
 
 void Connection::become_plain(const char* why) {

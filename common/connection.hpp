@@ -194,6 +194,16 @@ public:
     // another thread owns the drain, or before the rings carry the stream.
     bool drain_socket_now() { return phase() == Phase::upgraded && transport_ && drain_if_free(); }
 
+    // Phase bells (phase_bell.hpp): a sleeper that began while the phase may
+    // still change (a rendezvous, an in-band handshake: its wait set is not the
+    // next phase's) registers its bell here, then looks at the phase once more;
+    // every phase change rings the registered bells. Settled phases need none:
+    // upgraded sleepers wait on the doorbells, which the way back rings
+    // (wake_local); plain and failed never change.
+    static bool phase_may_change(Phase p) { return p != Phase::plain && p != Phase::upgraded && p != Phase::failed; }
+    void watch_phase(int bell);
+    void unwatch_phase(int bell);
+
     // Grows when some connection's readiness rose by a local act (shutdown),
     // not its peer's: an epoll set that keeps idle connections armed and
     // unscanned then looks at all of them again.
@@ -377,6 +387,10 @@ private:
     const Config& config_;
     const SocketOps& ops_;
     std::atomic<Phase> phase_{Phase::undecided};
+    // After every phase store (enter/start): rings every watcher's bell (phase_bell.hpp).
+    void ring_phase_bells();
+    HandlerSafeMutex bell_mu_;
+    std::vector<int> bells_;  // registered bells, one entry per registration
     uint32_t offers_ = 0;
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<Transport> pending_;  // server: created, waiting for READY

@@ -5,10 +5,12 @@
 
 #include <x86intrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "interruptible_sleep.hpp"
 #include "log.hpp"
+#include "phase_bell.hpp"
 #include "signal_restart.hpp"
 #include "wait_engine.hpp"
 
@@ -32,6 +34,27 @@ void Connection::wake_local() {
     // An epoll set keeps no fd of ours for a cold connection, nor RDMA's
     // self_wake_fd for any: it looks at all of them again.
     local_epoch_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// ---------------------------------------------------------------- phase bells
+
+void Connection::ring_phase_bells() {
+    // After the phase's store (enter/start): a sleeper registered before our
+    // lock is rung; one that registers after it sees the new phase in its
+    // re-check (phase_bell.hpp).
+    std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
+    for (int b : bells_) bell::ring(b);
+}
+
+void Connection::watch_phase(int bell) {
+    std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
+    bells_.push_back(bell);
+}
+
+void Connection::unwatch_phase(int bell) {
+    std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
+    // After this no ring reaches `bell` from here: its owner may close it.
+    if (auto it = std::find(bells_.begin(), bells_.end(), bell); it != bells_.end()) bells_.erase(it);
 }
 
 bool Connection::arm_side(bool reader) {
@@ -151,21 +174,33 @@ struct Connection::Sleeper {
     bool reader;
     bool owned = false;
     bool tcp_quiet = false;  // the last kernel wait saw only the doorbell
+    Phase phase = Phase::undecided;  // at the arm
+    int bell = -1;                   // this thread's, registered while the phase may change (phase_bell.hpp)
+    bool bell_rang = false;
 
     int check() { return ready() ? 1 : 0; }
     bool peek() { return ready(); }
     uint32_t spin_budget_us() { return c.spin_.budget_us(); }
     bool learns() { return c.spin_.learns(); }
     wait::Armed arm() {
+        phase = c.phase();
         bool may_sleep = c.arm_side(reader);
         owned = c.try_own_drain();
-        return {may_sleep, owned, c.max_sleep_us(reader ? POLLIN : POLLOUT)};
+        wait::Armed a{may_sleep, owned, c.max_sleep_us(reader ? POLLIN : POLLOUT)};
+        if (Connection::phase_may_change(phase)) {
+            bell = bell::thread_bell();
+            if (bell >= 0) c.watch_phase(bell);
+            else a.max_sleep_us = wait::kNapUs;  // no bell: look again now and then
+        }
+        return a;
     }
-    bool changed() { return ready(); }
+    // Another thread may switch the connection meanwhile: the wait set changes.
+    bool changed() { return ready() || c.phase() != phase; }
     int sleep(int64_t timeout_us, const signals::Seen& since) {
         // The TCP socket (the peer's bytes before its switch, its
-        // FIN or RST) and the transport's eventfd, if it has one.
-        pollfd p[3] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}, {c.transport_->self_wake_fd(), POLLIN, 0}};
+        // FIN or RST), the transport's eventfd, if it has one, and the bell.
+        pollfd p[4] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}, {c.transport_->self_wake_fd(), POLLIN, 0},
+                       {bell, POLLIN, 0}};
         if (p[1].fd >= 0) {
             if (c.peer_closed_.load() || (!reader && c.peer_fin_.load()))
                 p[0].fd = -1;  // its EOF stays readable: no busy loop
@@ -173,9 +208,10 @@ struct Connection::Sleeper {
             // (unread data there would wake us for nothing, again and again).
             else if (!reader && c.rx_on_tcp()) p[0].events = POLLRDHUP;
         }
-        int rc = sleep::poll(p, p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, timeout_us, nullptr, since);
+        int rc = sleep::poll(p, bell >= 0 ? 4 : p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, timeout_us, nullptr, since);
         // Only a doorbell fired: its drain need not look at the TCP socket.
         tcp_quiet = rc > 0 && p[1].fd >= 0 && p[0].revents == 0;
+        bell_rang = rc > 0 && bell >= 0 && p[3].revents != 0;
         return rc;
     }
     void settle(int rc, bool) {
@@ -184,6 +220,12 @@ struct Connection::Sleeper {
             c.release_drain();
         }
         c.disarm_side(reader);
+        if (bell >= 0) {
+            c.unwatch_phase(bell);
+            if (bell_rang) bell::drain(bell);
+        }
+        bell = -1;
+        bell_rang = false;
     }
     void learn(int64_t waited_us, bool) { c.spin_.record(waited_us); }
 };

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "interruptible_sleep.hpp"
+#include "phase_bell.hpp"
 #include "poll_engine.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
@@ -29,6 +30,7 @@ constexpr uint64_t kTag = 0xfeed5ec000000000ull;  // kernel-half addresses: neve
 constexpr uint64_t kWakeTag = 0xfeed5ed000000000ull;  // a transport's eventfd doorbell
 constexpr uint64_t kReadyTag = 0xfeed5ee000000000ull;  // the set's own eventfd (expose)
 constexpr uint64_t kNestTag = 0xfeed5ef000000000ull;   // a set registered in this one (confirm_nested)
+constexpr uint64_t kBellTag = 0xfeed5eb000000000ull;   // the set's phase bell (phase_bell.hpp)
 constexpr uint64_t kTagMask = 0xfffffff000000000ull;
 constexpr uint32_t kReadiness = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI;
 
@@ -45,6 +47,7 @@ struct Interest {
     uint32_t ended_reported = 0;         // EPOLLET: EPOLLHUP/EPOLLERR reported (each one edge, not one per wait)
     uint32_t state_at_report = ~0u;      // EPOLLET: Connection::state_changes() at the last look (~0u: none yet)
     int wake_fd = -1;                    // the transport's eventfd, registered in the kernel set
+    bool bell_watched = false;           // the set's bell is registered with the connection (phase_bell.hpp)
     // Hot and cold (epoll_sets.hpp).
     int fd = -1;
     uint64_t id = 0;              // tells this interest from a later one on the same fd number
@@ -98,6 +101,13 @@ struct EpollSet {
     bool ready_raised = false;
     uint64_t raised_sig = 0;    // what was ready when it was last raised (a change is a new edge)
     bool edge_watched = false;  // registered with EPOLLET in another set
+    // Rung when a member that may still change phase (a rendezvous) does: its
+    // wait set changes (the rings' doorbell). In the kernel half from first use;
+    // closed with the set object, after every registration was taken back.
+    int bell_fd = -1;
+    ~EpollSet() {
+        if (bell_fd >= 0) close_own_fd(bell_fd);
+    }
 };
 
 // Sets inside sets: the kernel nests at most this deep (EP_MAX_NESTS).
@@ -133,6 +143,44 @@ void list(EpollSet& set, Interest& in) {
     in.listed = true;
     in.idle = 0;
     set.watch.emplace_back(in.fd, in.id);
+}
+
+// The set's bell, made and put in its kernel half at first use; -1 if it cannot be.
+int set_bell(EpollSet& set) {
+    if (set.bell_fd >= 0) return set.bell_fd;
+    const int b = bell::make_bell();
+    if (b < 0) return -1;
+    epoll_event ev{EPOLLIN, {}};
+    ev.data.u64 = kBellTag;
+    if (real::calls().epoll_ctl(set.epfd, EPOLL_CTL_ADD, b, &ev) != 0) {
+        close_own_fd(b);
+        return -1;
+    }
+    return set.bell_fd = b;
+}
+
+// A member that may still change phase rings the set's bell when it does, from
+// its registration until it leaves the set or settles: whichever thread of the
+// set wakes drains it and rescans (take_kernel), so the new phase's wait set
+// (its doorbell) is in the kernel half before anyone sleeps on it again.
+// none: nothing to do; added: registered now (a change since the caller's last
+// look rang nobody: look again before sleeping); failed: it needs the bell and
+// has none (the wait then naps).
+enum class Watch { none, added, failed };
+Watch watch_phase(EpollSet& set, Interest& in) {
+    if (in.bell_watched || !in.sock->conn || in.inherited) return Watch::none;
+    if (!Connection::phase_may_change(in.sock->conn->phase())) return Watch::none;
+    const int b = set_bell(set);
+    if (b < 0) return Watch::failed;
+    in.sock->conn->watch_phase(b);
+    in.bell_watched = true;
+    return Watch::added;
+}
+
+void unwatch_phase(EpollSet& set, Interest& in) {
+    if (!in.bell_watched) return;
+    in.sock->conn->unwatch_phase(set.bell_fd);
+    in.bell_watched = false;
 }
 
 // The transport's eventfd sits in the kernel set from when the connection turns
@@ -278,6 +326,8 @@ void prune(EpollSet& set) {
         auto it = set.fds.find(w.first);
         if (it == set.fds.end() || it->second.id != w.second) return true;
         Interest& in = it->second;
+        // Settled: its sleepers wait on doorbells, which the way back rings.
+        if (in.bell_watched && !Connection::phase_may_change(in.sock->conn->phase())) unwatch_phase(set, in);
         if (!in.listed || in.cold) return true;
         if (settled_plain(in) && !in.ring_driven) return in.listed = false, true;
         return false;
@@ -288,13 +338,14 @@ void prune(EpollSet& set) {
 void forget_interest(EpollSet& set, int epfd, std::unordered_map<int, Interest>::iterator it) {
     warm(set, it->second, false);
     drop_wake(epfd, it->second);
+    unwatch_phase(set, it->second);
     set.fds.erase(it);
 }
 
 // A set whose fd was closed: its cold interests give their arms and drains back.
 void retire_set(EpollSet& set) {
     std::lock_guard<std::mutex> lk(set.mu);
-    for (auto& [fd, in] : set.fds) warm(set, in, false);
+    for (auto& [fd, in] : set.fds) warm(set, in, false), unwatch_phase(set, in);
     set.retired = true;
     set.nested.clear();
     if (set.ready_fd >= 0) close_own_fd(set.ready_fd);
@@ -428,6 +479,10 @@ bool drain_rung(EpollSet& set, int depth) {
     for (auto& [fd, in] : set.fds)
         if (in.wake_fd >= 0 && in.sock->conn && !in.inherited) p.push_back({in.wake_fd, POLLIN, 0}), who.push_back(&in);
     bool rung = false;
+    if (set.bell_fd >= 0 && kernel_reads(set.bell_fd)) {
+        bell::drain(set.bell_fd);  // a member changed phase: the expose that follows looks at it
+        rung = true;
+    }
     if (!p.empty() && real::calls().poll(p.data(), static_cast<nfds_t>(p.size()), 0) > 0)
         for (size_t i = 0; i < p.size(); ++i) {
             if (!(p[i].revents & POLLIN)) continue;
@@ -450,7 +505,7 @@ bool drain_rung(EpollSet& set, int depth) {
 
 // Nothing of ours in the set's kernel half can read ready (only the program's fds).
 bool nothing_of_ours(const EpollSet& set) {
-    if (set.ready_raised || !set.nested.empty()) return false;
+    if (set.ready_raised || !set.nested.empty() || set.bell_fd >= 0) return false;
     for (const auto& [fd, in] : set.fds)
         if (in.wake_fd >= 0 || ring_driven(in)) return false;
     return true;
@@ -545,6 +600,12 @@ struct EpollWait {
             const uint64_t tag = k[i].data.u64 & kTagMask;
             if (tag == kReadyTag) {
                 ready_seen = true;  // the scan finds what raised it; check() lowers it once nothing is ready
+                continue;
+            }
+            if (tag == kBellTag) {
+                // A member changed phase: the scan below (under the lock we hold)
+                // brings its kernel registration in line.
+                bell::drain(set.bell_fd);
                 continue;
             }
             if (tag == kNestTag) {
@@ -668,6 +729,11 @@ struct EpollWait {
             auto it = set.fds.find(fd);
             if (it == set.fds.end() || it->second.id != id) continue;
             Interest& in = it->second;
+            if (in.listed) switch (watch_phase(set, in)) {
+                case Watch::none: break;
+                case Watch::added: readied = true; break;  // its phase may have moved since the scan
+                case Watch::failed: a.max_sleep_us = a.max_sleep_us < 0 ? wait::kNapUs : std::min(a.max_sleep_us, wait::kNapUs); break;
+            }
             if (!in.listed || !ring_driven(in)) continue;
             SleepArm held;
             int64_t cap = -1;
@@ -721,6 +787,10 @@ int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int max) 
     int n = 0;
     for (int i = 0; i < nk && n < max; ++i) {
         if ((k[i].data.u64 & kTagMask) == kReadyTag) lower_ready(set);
+        if ((k[i].data.u64 & kTagMask) == kBellTag) {
+            bell::drain(set.bell_fd);  // nothing of ours left to change phase
+            continue;
+        }
         if ((k[i].data.u64 & kTagMask) == kNestTag) {
             if (take_nested(set, 1, k[i])) out[n++] = k[i];
             continue;
@@ -859,10 +929,12 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     in.id = set->next_id++;
     if (auto it = set->fds.find(fd); it != set->fds.end()) {  // MOD: a fresh look, same eventfd registration
         warm(*set, it->second, false);
+        unwatch_phase(*set, it->second);
         in.wake_fd = it->second.wake_fd;
     }
     Interest& stored = set->fds[fd] = in;
     list(*set, stored);
+    watch_phase(*set, stored);  // before the phase is looked at below
     if (ring_driven(stored)) {
         short k = 0;
         sock->conn->step();

@@ -6,6 +6,7 @@
 
 #include "epoll_sets.hpp"
 #include "interruptible_sleep.hpp"
+#include "phase_bell.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
 #include "thread_cancel.hpp"
@@ -25,6 +26,7 @@ struct Tracked {
     int token = 0;
     Connection::Drain drain = Connection::Drain::none;
     Phase phase = Phase::undecided;
+    bool watching = false;  // this thread's bell is registered with it (phase_bell.hpp)
 };
 
 int sleep_in_kernel(pollfd* k, nfds_t n, int64_t timeout_us, const sigset_t* mask) {
@@ -46,6 +48,10 @@ struct PollWait {
     // The revents in k are those of the sleep that just returned: the kernel's
     // answer is current, and a wake-up then costs one poll less.
     bool kernel_fresh = false;
+    // This thread's bell, in the sleep while a tracked connection may change
+    // phase (a rendezvous): another thread's switch then wakes us to look again.
+    int bell = -1;
+    bool bell_rang = false;
 
     // Ring readiness of every tracked fd; returns how many are ready. Steps
     // each handshake first: a rendezvous that completed (the peer switched to
@@ -93,10 +99,12 @@ struct PollWait {
         return count;
     }
     bool peek() { return evaluate_rings() > 0; }
-    // The longest learned spin among the connections polled (spin_policy.hpp).
+    // The longest learned spin among the connections polled (spin_policy.hpp);
+    // one the kernel still answers for (a rendezvous) has no ring to spin on.
     uint32_t spin_budget_us() {
         uint32_t b = 0;
-        for (auto& e : t) b = std::max(b, e.sock->conn->spin_policy().budget_us());
+        for (auto& e : t)
+            if (!e.sock->conn->kernel_driven()) b = std::max(b, e.sock->conn->spin_policy().budget_us());
         return b;
     }
     bool learns() {
@@ -112,6 +120,12 @@ struct PollWait {
         a.max_sleep_us = x.max_sleep_us;
         for (auto& e : t) {
             e.phase = e.sock->conn->phase();
+            if (Connection::phase_may_change(e.phase)) {
+                // Registered before changed() looks at the phase again (phase_bell.hpp).
+                if (bell < 0) bell = bell::thread_bell();
+                if (bell >= 0) e.sock->conn->watch_phase(bell), e.watching = true;
+                else a.max_sleep_us = a.max_sleep_us < 0 ? wait::kNapUs : std::min(a.max_sleep_us, wait::kNapUs);
+            }
             e.token = e.sock->conn->arm(fds[e.idx].events, &a.may_sleep);
             e.drain = e.sock->conn->try_begin_sleep();
             a.all_owned &= e.drain != Connection::Drain::busy;
@@ -135,9 +149,11 @@ struct PollWait {
             if (int w = e.sock->conn->wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
             if (int w = e.sock->conn->self_wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
         }
+        if (bell >= 0) k.push_back({bell, POLLIN, 0});
         int rc = sleep::poll(k.data(), static_cast<nfds_t>(k.size()), timeout_us, mask, since);
+        bell_rang = rc > 0 && bell >= 0 && k.back().revents != 0;
         if (rc > 0)
-            for (size_t i = n; i < k.size(); ++i) rc -= k[i].revents != 0;  // doorbells are not the app's events
+            for (size_t i = n; i < k.size(); ++i) rc -= k[i].revents != 0;  // doorbells (and the bell) are not the app's events
         k.resize(n);
         return rc;
     }
@@ -145,7 +161,10 @@ struct PollWait {
         for (auto& e : t) {
             e.sock->conn->end_sleep(e.drain);
             e.sock->conn->disarm(e.token);
+            if (e.watching) e.sock->conn->unwatch_phase(bell), e.watching = false;
         }
+        if (bell_rang) bell::drain(bell);
+        bell_rang = false;
         // The sleep's revents answer for the kernel, unless a connection left the
         // ring path meanwhile: its fd was polled for our events, not the app's.
         kernel_fresh = slept && rc >= 0;
@@ -168,7 +187,8 @@ bool any_shimmed(const pollfd* fds, nfds_t n) {
             continue;
         }
         auto s = fd_table().get(fds[i].fd);
-        if (s && s->conn && !s->conn->kernel_driven()) return true;
+        // Not plain: rings, or a phase that may still bring them (phase_bell.hpp).
+        if (s && s->conn && !s->conn->is_plain()) return true;
     }
     return false;
 }
@@ -187,7 +207,7 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
             continue;
         }
         auto s = fd_table().get(fds[i].fd);
-        if (s && s->conn && !s->conn->kernel_driven()) w.t.push_back({i, std::move(s)});
+        if (s && s->conn && !s->conn->is_plain()) w.t.push_back({i, std::move(s)});
     }
     if (w.t.empty() && w.sets.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     w.k.resize(n);

@@ -189,6 +189,8 @@ void Connection::claim_rendezvous() {
 
 // Only while the rendezvous is under way in some process (not rv_pending: the
 // postmaster pattern, where the process that uses the socket first starts it).
+bool Connection::forked_since_rendezvous() const { return rv_pid_ != current_pid() || rv_gen_ != fork_generation(); }
+
 bool Connection::forked_during_rendezvous() {
     const Phase ph = phase();
     if (ph != Phase::rv_listen && ph != Phase::rv_offered && ph != Phase::rv_accepted) return false;
@@ -380,6 +382,13 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
         case Phase::upgraded:
             if (!owned_by_this_process()) {  // a forked child: both processes go on over TCP
                 if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+                return send(iov, iovcnt, flags);
+            }
+            // Forked while our sends were still on TCP: a child may have written the
+            // socket too, and our switch offset would count only our own bytes (the
+            // peer would find the child's past it). Nobody can know the offset: TCP.
+            if (side_tried_ && !tx_switched_ && forked_since_rendezvous()) {
+                if (!hand_over("forked before this side's sends switched to the ring")) return errno = EIO, -1;
                 return send(iov, iovcnt, flags);
             }
             return ring_send(iov, iovcnt, flags);

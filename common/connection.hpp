@@ -498,6 +498,7 @@ private:
     uint64_t rv_gen_ = 0;
     void claim_rendezvous();
     bool forked_during_rendezvous();
+    bool forked_since_rendezvous() const;  // this process forked (or is a child) since claim_rendezvous()
     uint64_t inode_ = 0;
     OwnerWritten<uint64_t> tx_bytes_{0}, rx_bytes_{0};  // through the rings (stats and edge counts look unlocked)
     std::unique_ptr<ShmRendezvous> rv_;

@@ -596,7 +596,9 @@ struct EpollWait {
     // rings answer); plain tracked sockets pass with the app's data; other
     // fds are the app's own.
     int take_kernel(int nk, int n) {
-        for (int i = 0; i < nk && n < max; ++i) {
+        const int before = n;
+        int got = 0;
+        for (int i = 0; i < nk && n < max; ++i, ++got) {
             const uint64_t tag = k[i].data.u64 & kTagMask;
             if (tag == kReadyTag) {
                 ready_seen = true;  // the scan finds what raised it; check() lowers it once nothing is ready
@@ -613,6 +615,10 @@ struct EpollWait {
                 continue;
             }
             if (tag != kTag && tag != kWakeTag) {
+                // A second look in one call (check()'s refill) meets level-
+                // triggered fds it already listed again: the kernel re-queues
+                // them. One entry per registration, as the kernel's one answer.
+                if (refilling && already_out(k[i].data.u64, n)) continue;
                 out[n++] = k[i];
                 continue;
             }
@@ -630,7 +636,19 @@ struct EpollWait {
             if (in.events & EPOLLONESHOT) in.disabled = true;
             put(in, k[i].events, n);
         }
+        // Events of ours (doorbells, the bell, the ready flag, ring-driven
+        // members' sockets) took slots of the kernel's answer that the
+        // program's fds may need: the caller asks again for what is left.
+        internal_taken = got - (n - before);
         return n;
+    }
+    int internal_taken = 0;
+    bool refilling = false;
+    // An untracked fd's entry (its data word) among out[0..n) of this call.
+    bool already_out(uint64_t data, int n) const {
+        for (int j = 0; j < n; ++j)
+            if (out[j].data.u64 == data) return true;
+        return false;
     }
 
     // Looks at every watched interest; with commit, reports into out[n..max).
@@ -700,6 +718,15 @@ struct EpollWait {
         call = ++set.calls;  // a new answer: nothing listed in it yet
         rescue_cold();
         int n = take_kernel(nk, 0);
+        // Only ever at most the slots left: every program event the kernel gives
+        // now is reported (an edge taken and dropped would be lost for good).
+        for (int again = 0; again < 4 && internal_taken > 0 && n < max; ++again) {
+            const int more = kernel_wait(k.data(), max - n, 0);
+            if (more <= 0) break;
+            refilling = true;
+            n = take_kernel(more, n);
+            refilling = false;
+        }
         n = scan(n, true);
         if (n > 0) retire_idle();
         prune(set);

@@ -108,6 +108,12 @@ public:
     bool start_rendezvous_client();
     // Server: at accept; the first I/O in whichever process performs it offers.
     void start_rendezvous_server();
+    // Server: read the first bytes as a possible HELLO only where RDMA can run on
+    // this host (RdmaDevice::host_may_have_rdma, looked at lazily, at the first
+    // I/O): elsewhere no shimmed client sends one, and a plain client's first
+    // bytes must reach the program at once, whatever they are. (Unit tests drive
+    // the in-band handshake without it.)
+    void in_band_only_with_rdma() { in_band_needs_rdma_ = true; }
 
     // Byte-stream calls for non-plain phases; return -1 with errno set on error.
     // `flags` are the socket MSG_* flags of the application call.
@@ -394,6 +400,7 @@ private:
     uint32_t offers_ = 0;
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<Transport> pending_;  // server: created, waiting for READY
+    bool in_band_needs_rdma_ = false;     // in_band_only_with_rdma()
     int64_t need_more_since_ms_ = 0;      // a partial handshake message arrived at
     HandlerSafeMutex handshake_mu_;
     // Whoever lets go of a direction wakes the calls waiting for it (side_lock.hpp).

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "log.hpp"
+#include "rdma_device.hpp"
 #include "rdma_setup.hpp"
 #include "shm_transport.hpp"
 
@@ -168,6 +169,17 @@ bool Connection::progress_client_reply() {
 }
 
 bool Connection::progress_server_hello(bool app_wants_to_write) {
+    if (in_band_needs_rdma_) {
+        // No RDMA here: nothing can be negotiated in band (a client on this host
+        // offers RDMA only where its device opens, and shared memory goes over the
+        // side channel), so no byte is read as a HELLO.
+        in_band_needs_rdma_ = false;
+        std::string why;
+        if (!RdmaDevice::host_may_have_rdma(why)) {
+            become_plain(why.c_str());
+            return true;
+        }
+    }
     bool eof, empty;
     auto r = peek_message(&eof, &empty);
     if (empty) {

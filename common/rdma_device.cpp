@@ -1,6 +1,8 @@
 #include "rdma_device.hpp"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -289,6 +291,35 @@ RdmaDevice* RdmaDevice::process(const std::string& name, int gid_index, RdmaFaul
     }
     instance = dev.release();
     return instance;
+}
+
+bool RdmaDevice::host_may_have_rdma(std::string& why) {
+    struct Probe {
+        bool ok = false;
+        std::string why;
+    };
+    static const Probe probe = [] {
+        Probe p;
+        bool any = false;
+        if (DIR* d = opendir("/sys/class/infiniband_verbs")) {
+            while (dirent* e = readdir(d))
+                if (std::strncmp(e->d_name, "uverbs", 6) == 0) any = true;
+            closedir(d);
+        }
+        if (!any) {
+            p.why = "no RDMA device on this host";
+            return p;
+        }
+        // Kept loaded: the first RDMA use loads the same library (verbs_api).
+        if (!dlopen(kVerbsSoname, RTLD_LAZY | RTLD_LOCAL)) {
+            p.why = std::string("no RDMA: cannot load ") + kVerbsSoname;
+            return p;
+        }
+        p.ok = true;
+        return p;
+    }();
+    if (!probe.ok) why = probe.why;
+    return probe.ok;
 }
 
 }  // namespace rdmasock

@@ -44,6 +44,14 @@ public:
     // a process without RDMA pays for the device scan once. Thread safe.
     static RdmaDevice* process(const std::string& name, int gid_index, RdmaFaults faults, std::string& err);
 
+    // Whether RDMA could run on this host at all, opening nothing: a verbs device
+    // in sysfs (what libibverbs lists) and libibverbs loadable. False with a
+    // reason otherwise. Looked at once per process, quietly (no log line). The
+    // host's own answer: fault rdma-no-device (an empty device list) leaves it
+    // alone, so a server there still declines a HELLO (scripts/test-rdma's "peer
+    // without RDMA").
+    static bool host_may_have_rdma(std::string& why);
+
     ~RdmaDevice();
     RdmaDevice(const RdmaDevice&) = delete;
     RdmaDevice& operator=(const RdmaDevice&) = delete;

@@ -199,6 +199,7 @@ static int accepted(int listen_fd, int fd, int flags) {
         auto s = std::make_shared<Socket>();
         s->nonblocking = flags & SOCK_NONBLOCK;
         s->conn = new_connection(fd, Role::server, s->nonblocking);
+        s->conn->in_band_only_with_rdma();
         const TransportChoice t = shim::config().transport;
         // A process on TCP for good (io_uring) starts no rendezvous; the socket is kept on TCP below.
         const bool process_on_tcp = shim::process_on_tcp_reason() != nullptr;

@@ -7,7 +7,7 @@ OPT      ?= -O2
 CXXFLAGS := -std=c++20 $(OPT) -g -Wall -Wextra -Wno-missing-field-initializers -fPIC -pthread \
             -Icommon -Ishim -MMD -MP $(EXTRA_CXXFLAGS)
 LDLIBS   := -ldl -pthread
-# CHECKED=1 (and the sanitizer builds): a phase move outside the table aborts (common/connection_phase.hpp).
+# CHECKED=1 (and the sanitizer builds): a phase move outside the table aborts (common/connection/connection_phase.hpp).
 ifneq ($(CHECKED)$(SAN),)
 CXXFLAGS += -DRDMASOCK_CHECK_PHASES
 endif
@@ -21,7 +21,7 @@ CXXFLAGS += -fsanitize=thread -Wno-tsan
 LDFLAGS  += -fsanitize=thread
 endif
 
-COMMON_SRC := $(wildcard common/*.cpp)
+COMMON_SRC := $(wildcard common/*/*.cpp)
 SHIM_SRC   := $(wildcard shim/*.cpp)
 UNIT_SRC   := $(wildcard tests/unit/*.cpp)
 PROG_SRC   := $(wildcard tests/programs/*.cpp)
@@ -50,8 +50,8 @@ $(BUILD)/obj/%.o: %.cpp
 # deadly-signal handlers through it before it is initialized): the interposer and what is
 # behind it (the fault guard, the signal trampoline and the sleep it cancels) carry no
 # instrumentation, so a sanitized program can preload a sanitized shim.
-$(BUILD)/obj/shim/interpose_signal.o $(BUILD)/obj/common/fault_guard.o \
-$(BUILD)/obj/common/signal_seen.o $(BUILD)/obj/common/interruptible_sleep.o: CXXFLAGS += -fno-sanitize=all
+$(BUILD)/obj/shim/interpose_signal.o $(BUILD)/obj/common/sys/fault_guard.o \
+$(BUILD)/obj/common/sys/signal_seen.o $(BUILD)/obj/common/sys/interruptible_sleep.o: CXXFLAGS += -fno-sanitize=all
 
 $(BUILD)/libcommon.a: $(COMMON_OBJ)
 	ar rcs $@ $^
@@ -140,7 +140,7 @@ test-asan: asan
 check: all asan checked
 	BUILD=$(BUILD) scripts/run-tests --asan
 
-# The shim with every phase move checked (common/connection_phase.hpp): the fuzzer's build.
+# The shim with every phase move checked (common/connection/connection_phase.hpp): the fuzzer's build.
 checked:
 	$(MAKE) CHECKED=1 BUILD=build-checked build-checked/librdmasock.so
 

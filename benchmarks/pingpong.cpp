@@ -19,7 +19,7 @@
 #include <atomic>
 
 #include "pingpong_harness.hpp"
-#include "shm_channel.hpp"
+#include "shm/shm_channel.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::bench;

@@ -13,14 +13,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "interruptible_sleep.hpp"
-#include "phase_bell.hpp"
+#include "sys/interruptible_sleep.hpp"
+#include "wait/phase_bell.hpp"
 #include "poll_engine.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
-#include "thread_cancel.hpp"
-#include "wait_engine.hpp"
-#include "own_fd.hpp"
+#include "sys/thread_cancel.hpp"
+#include "wait/wait_engine.hpp"
+#include "sys/own_fd.hpp"
 
 namespace rdmasock::shim {
 

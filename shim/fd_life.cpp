@@ -1,4 +1,4 @@
-#include "raw_syscall.hpp"
+#include "sys/raw_syscall.hpp"
 #include "fd_life.hpp"
 
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 
 #include "epoll_sets.hpp"
 #include "shim_state.hpp"
-#include "thread_cancel.hpp"
+#include "sys/thread_cancel.hpp"
 
 namespace rdmasock::shim {
 

@@ -1,5 +1,5 @@
 #include "fd_table.hpp"
-#include "signal_seen.hpp"
+#include "sys/signal_seen.hpp"
 
 #include <mutex>
 #include <new>

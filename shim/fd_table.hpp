@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "connection.hpp"
+#include "connection/connection.hpp"
 #include "stat_slot.hpp"
 
 namespace rdmasock {

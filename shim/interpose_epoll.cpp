@@ -6,7 +6,7 @@
 #include "errno_keep.hpp"
 #include "epoll_sets.hpp"
 #include "fd_life.hpp"
-#include "signal_seen.hpp"
+#include "sys/signal_seen.hpp"
 #include "real_calls.hpp"
 
 extern "C" {

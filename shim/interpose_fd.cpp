@@ -10,16 +10,16 @@
 #include <climits>
 #include <cstdio>
 
-#include "raw_syscall.hpp"
+#include "sys/raw_syscall.hpp"
 #include "errno_keep.hpp"
 #include "epoll_sets.hpp"
 #include "fd_life.hpp"
-#include "log.hpp"
-#include "own_fd.hpp"
+#include "base/log.hpp"
+#include "sys/own_fd.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
-#include "signal_seen.hpp"
-#include "thread_cancel.hpp"
+#include "sys/signal_seen.hpp"
+#include "sys/thread_cancel.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::shim;

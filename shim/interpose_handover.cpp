@@ -24,15 +24,15 @@
 #include <string>
 #include <vector>
 
-#include "raw_syscall.hpp"
+#include "sys/raw_syscall.hpp"
 #include "real_calls.hpp"
 #include "errno_keep.hpp"
 #include "fd_table.hpp"
-#include "log.hpp"
+#include "base/log.hpp"
 #include "shim_state.hpp"
 #include "io_path.hpp"
 #include "splice_ring.hpp"
-#include "leftover.hpp"
+#include "shm/leftover.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::shim;

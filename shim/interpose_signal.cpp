@@ -10,9 +10,9 @@
 
 #include <cerrno>
 
-#include "fault_guard.hpp"
+#include "sys/fault_guard.hpp"
 #include "real_calls.hpp"
-#include "signal_seen.hpp"
+#include "sys/signal_seen.hpp"
 #include "shim_state.hpp"
 
 using namespace rdmasock;

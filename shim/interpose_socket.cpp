@@ -14,17 +14,17 @@
 #include <vector>
 
 #include "errno_keep.hpp"
-#include "log.hpp"
-#include "offer_policy.hpp"
+#include "base/log.hpp"
+#include "negotiation/offer_policy.hpp"
 #include "real_calls.hpp"
 #include "epoll_sets.hpp"
 #include "fd_life.hpp"
-#include "kernel_only.hpp"
-#include "registry.hpp"
+#include "connection/kernel_only.hpp"
+#include "shm/registry.hpp"
 #include "shim_state.hpp"
-#include "signal_seen.hpp"
+#include "sys/signal_seen.hpp"
 #include "stat_hooks.hpp"
-#include "own_fd.hpp"
+#include "sys/own_fd.hpp"
 
 using namespace rdmasock;
 using rdmasock::real::calls;

@@ -17,10 +17,10 @@
 
 #include "epoll_sets.hpp"
 #include "fd_table.hpp"
-#include "own_fd.hpp"
-#include "raw_syscall.hpp"
+#include "sys/own_fd.hpp"
+#include "sys/raw_syscall.hpp"
 #include "shim_state.hpp"
-#include "thread_cancel.hpp"
+#include "sys/thread_cancel.hpp"
 
 #if defined(__x86_64__)
 

@@ -6,7 +6,7 @@
 #include <cerrno>
 
 #include "real_calls.hpp"
-#include "thread_cancel.hpp"
+#include "sys/thread_cancel.hpp"
 
 extern "C" int pthread_cancel(pthread_t thread) {
     const auto real = rdmasock::real::calls().pthread_cancel;

@@ -3,10 +3,10 @@
 #include <cerrno>
 
 #include "errno_keep.hpp"
-#include "iov_check.hpp"
-#include "leftover.hpp"
+#include "sys/iov_check.hpp"
+#include "shm/leftover.hpp"
 #include "stat_hooks.hpp"
-#include "thread_cancel.hpp"
+#include "sys/thread_cancel.hpp"
 
 namespace rdmasock::shim {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "shim_state.hpp"
-#include "signal_seen.hpp"
+#include "sys/signal_seen.hpp"
 
 namespace rdmasock::shim {
 

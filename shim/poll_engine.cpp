@@ -5,12 +5,12 @@
 #include <vector>
 
 #include "epoll_sets.hpp"
-#include "interruptible_sleep.hpp"
-#include "phase_bell.hpp"
+#include "sys/interruptible_sleep.hpp"
+#include "wait/phase_bell.hpp"
 #include "real_calls.hpp"
 #include "shim_state.hpp"
-#include "thread_cancel.hpp"
-#include "wait_engine.hpp"
+#include "sys/thread_cancel.hpp"
+#include "wait/wait_engine.hpp"
 
 namespace rdmasock::shim {
 

@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-#include "log.hpp"
+#include "base/log.hpp"
 
 namespace rdmasock::real {
 

@@ -12,7 +12,7 @@
 
 #include <cstdio>
 
-#include "connection.hpp"
+#include "connection/connection.hpp"
 
 namespace rdmasock::real {
 

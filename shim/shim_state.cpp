@@ -6,11 +6,11 @@
 #include <cstdlib>
 
 #include "epoll_sets.hpp"
-#include "leftover.hpp"
-#include "log.hpp"
+#include "shm/leftover.hpp"
+#include "base/log.hpp"
 #include "real_calls.hpp"
-#include "signal_seen.hpp"
-#include "own_fd.hpp"
+#include "sys/signal_seen.hpp"
+#include "sys/own_fd.hpp"
 
 namespace rdmasock::shim {
 

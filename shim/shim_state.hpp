@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "config.hpp"
+#include "base/config.hpp"
 #include "fd_table.hpp"
 
 namespace rdmasock::shim {

@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <vector>
 
-#include "interruptible_sleep.hpp"
+#include "sys/interruptible_sleep.hpp"
 #include "io_path.hpp"
-#include "raw_syscall.hpp"
+#include "sys/raw_syscall.hpp"
 #include "real_calls.hpp"
-#include "signal_restart.hpp"
+#include "sys/signal_restart.hpp"
 
 namespace rdmasock::shim {
 

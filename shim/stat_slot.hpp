@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "stat_page.hpp"
+#include "stat/stat_page.hpp"
 
 namespace rdmasock::shim {
 

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "rdma_qp.hpp"
-#include "ring_format.hpp"
+#include "rdma/rdma_qp.hpp"
+#include "ring/ring_format.hpp"
 
 namespace rdmasock::bench {
 

@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "rdma_device.hpp"
-#include "rdma_params.hpp"
+#include "rdma/rdma_device.hpp"
+#include "rdma/rdma_params.hpp"
 
 namespace rdmasock::bench {
 

@@ -34,9 +34,9 @@
 
 #include "basic_qp.hpp"
 #include "pingpong_harness.hpp"
-#include "rdma_device.hpp"
-#include "rdma_params.hpp"
-#include "rdma_transport.hpp"
+#include "rdma/rdma_device.hpp"
+#include "rdma/rdma_params.hpp"
+#include "rdma/rdma_transport.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::bench;

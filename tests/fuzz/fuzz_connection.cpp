@@ -33,11 +33,11 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
-#include "connection.hpp"
-#include "handshake.hpp"
-#include "log.hpp"
-#include "ring_format.hpp"
+#include "base/config.hpp"
+#include "connection/connection.hpp"
+#include "negotiation/handshake.hpp"
+#include "base/log.hpp"
+#include "ring/ring_format.hpp"
 
 using namespace rdmasock;
 namespace hs = rdmasock::handshake;

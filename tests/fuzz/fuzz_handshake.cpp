@@ -21,7 +21,7 @@
 #include <cstring>
 #include <vector>
 
-#include "handshake.hpp"
+#include "negotiation/handshake.hpp"
 
 using namespace rdmasock::handshake;
 

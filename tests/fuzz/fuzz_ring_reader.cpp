@@ -39,9 +39,9 @@
 #include <memory>
 #include <vector>
 
-#include "ring_format.hpp"
-#include "ring_reader.hpp"
-#include "ring_writer.hpp"
+#include "ring/ring_format.hpp"
+#include "ring/ring_reader.hpp"
+#include "ring/ring_writer.hpp"
 
 using namespace rdmasock::ring;
 

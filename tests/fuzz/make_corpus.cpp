@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "handshake.hpp"
-#include "ring_reader.hpp"
-#include "ring_writer.hpp"
+#include "negotiation/handshake.hpp"
+#include "ring/ring_reader.hpp"
+#include "ring/ring_writer.hpp"
 
 using namespace rdmasock;
 using Bytes = std::vector<uint8_t>;

@@ -7,7 +7,7 @@
 #   FUZZ_TARGETS="fuzz_handshake"   run a subset; FUZZ_JOBS=N runs N fuzzing processes per target
 #
 # Builds with clang++ -fsanitize=fuzzer,address,undefined into build-fuzz/ (sources: the target plus
-# the common/*.cpp files it needs). The committed seeds in tests/fuzz/corpus/<target>/ are copied into
+# the common/*/*.cpp files it needs). The committed seeds in tests/fuzz/corpus/<target>/ are copied into
 # build-fuzz/corpus/<target>/, which is what the fuzzer grows (the committed corpus is never written).
 # Crashes, leaks, sanitizer reports and property violations (the targets abort()) leave a reproducer
 # in build-fuzz/artifacts/<target>/ and make this script exit 1. Reproduce one with
@@ -22,9 +22,9 @@ CXXFLAGS=(-std=c++20 -g -O1 -Icommon -fno-omit-frame-pointer
           -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 
 declare -A SOURCES=(
-    [fuzz_handshake]="common/handshake.cpp"
-    [fuzz_ring_reader]="common/ring_reader.cpp common/ring_writer.cpp common/fault_guard.cpp"
-    [fuzz_connection]="$(echo common/*.cpp)"
+    [fuzz_handshake]="common/negotiation/handshake.cpp"
+    [fuzz_ring_reader]="common/ring/ring_reader.cpp common/ring/ring_writer.cpp common/sys/fault_guard.cpp"
+    [fuzz_connection]="$(echo common/*/*.cpp)"
 )
 declare -A LIBS=([fuzz_connection]="-libverbs -ldl -pthread" [fuzz_ring_reader]="-ldl")  # common/ includes the RDMA transport
 TARGETS=${FUZZ_TARGETS:-fuzz_handshake fuzz_ring_reader fuzz_connection}
@@ -33,8 +33,8 @@ command -v "$CXX" >/dev/null || { echo "run.sh: $CXX not found (clang 14 + libcl
 mkdir -p "$OUT" "$BIN"
 
 if [[ "${1:-}" == --make-corpus ]]; then
-    "$CXX" -std=c++20 -g -O1 -Icommon tests/fuzz/make_corpus.cpp common/handshake.cpp common/ring_reader.cpp \
-        common/ring_writer.cpp common/fault_guard.cpp -ldl -o "$OUT/make_corpus" || exit 2
+    "$CXX" -std=c++20 -g -O1 -Icommon tests/fuzz/make_corpus.cpp common/negotiation/handshake.cpp common/ring/ring_reader.cpp \
+        common/ring/ring_writer.cpp common/sys/fault_guard.cpp -ldl -o "$OUT/make_corpus" || exit 2
     for t in fuzz_handshake fuzz_ring_reader fuzz_connection; do rm -rf "tests/fuzz/corpus/$t"; mkdir -p "tests/fuzz/corpus/$t"; done
     "$OUT/make_corpus" tests/fuzz/corpus || exit 2
     ls -l tests/fuzz/corpus/*
@@ -44,7 +44,7 @@ fi
 SECS=${1:-60}
 [[ "$SECS" =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS|--make-corpus]"; exit 2; }
 
-# Build: every source once into $BIN/obj (the targets share common/*.cpp), two compilers at a time,
+# Build: every source once into $BIN/obj (the targets share common/*/*.cpp), two compilers at a time,
 # then link each target.
 for t in $TARGETS; do [[ -n "${SOURCES[$t]:-}" ]] || { echo "run.sh: unknown target $t"; exit 2; }; done
 srcs=$(for t in $TARGETS; do echo "tests/fuzz/$t.cpp" ${SOURCES[$t]}; done | tr ' ' '\n' | sort -u)

@@ -3,7 +3,7 @@
 # exec a program that reads the inherited socket. TCP: it reads them all, then EOF. The shim
 # hands the connection back to TCP at the exec, and the peer is no longer there to send its
 # unread ring bytes again: the receiver keeps them beside the socket for the exec'd program
-# (common/leftover.hpp), which reads them all, then EOF (until 2026-11-27 it read 0 bytes, then
+# (common/shm/leftover.hpp), which reads them all, then EOF (until 2026-11-27 it read 0 bytes, then
 # EOF; until issue 36, ECONNRESET). tests/rdma/exec_after_death.sh: over rdma (still an error there).
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
@@ -14,7 +14,7 @@ for how in exit close; do
     grep -qx "read 300000 then EOF" "$d/tcp.txt" || it_fail "plain run ($how): $(cat "$d/tcp.txt")"
     with_shim -t 60 env RDMASOCK_LOG=info "$PYTHON" "$prog" "$how" >"$d/shim.txt" 2>"$d/shim.err" ||
         it_fail "shimmed run exited $?: $(cat "$d/shim.txt" "$d/shim.err")"
-    # The receiver keeps what the gone peer left in the ring (common/leftover.hpp): every byte, then EOF.
+    # The receiver keeps what the gone peer left in the ring (common/shm/leftover.hpp): every byte, then EOF.
     grep -qx "read 300000 then EOF" "$d/shim.txt" || it_fail "peer $how: $(cat "$d/shim.txt" "$d/shim.err") (TCP: every byte, then EOF)"
     grep -q "upgraded to shm" "$d/shim.err" || it_fail "peer $how: the connection was never on shm: $(cat "$d/shim.err")"
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A connection's first calls, before anything crossed it (under the shim its bytes still go over
-# TCP, through a wait of the shim's own: common/connection_tcp_io.cpp): SO_RCVTIMEO, MSG_DONTWAIT,
+# TCP, through a wait of the shim's own: common/connection/connection_tcp_io.cpp): SO_RCVTIMEO, MSG_DONTWAIT,
 # MSG_OOB, MSG_WAITALL across sends and ended by a signal, MSG_PEEK, recv of 0 bytes, a handler
 # that raises, EOF, SO_SNDTIMEO on a full connection; the client waiting first, then the server
 # (tests/integration/helpers/first_calls.py). Same transcript over plain TCP and under the shim.

@@ -4,7 +4,7 @@
 # stopped (SIGSTOP): the exec waits until the client runs again (over TCP the handler reads them
 # at once). The fix needs the receiver to claim its ring's cut itself (a CAS on the writer's
 # committed position in the shared control word, the writer resending over TCP only what lies
-# past the cut) and to carry the claimed bytes to the new owner (common/leftover.hpp does that
+# past the cut) and to carry the claimed bytes to the new owner (common/shm/leftover.hpp does that
 # part for a peer that is gone). Run with RDMASOCK_TEST_KNOWN_FAILURES=1.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Socket options whose effect only the kernel's socket has (common/kernel_only.hpp): SO_PEEK_OFF,
+# Socket options whose effect only the kernel's socket has (common/connection/kernel_only.hpp): SO_PEEK_OFF,
 # TCP_INQ, SO_TIMESTAMP, SO_ZEROCOPY with MSG_ZEROCOPY, TCP_ULP, and one set on a listener. The
 # shim hands a connection on shared memory back to TCP when one is set. Same transcript over plain
 # TCP and under the shim.

@@ -9,7 +9,7 @@
 # TCP by design). MT_FUZZ_SEEDS / MT_FUZZ_ROUNDS pick more (make stress runs more).
 # It found: two writer threads of one connection lost a whole send (issue 36).
 # The shimmed runs use the checked build when there is one (make check builds it: CHECKED=1 in
-# build-checked/), where a phase move outside the table of common/connection_phase.hpp stops.
+# build-checked/), where a phase move outside the table of common/connection/connection_phase.hpp stops.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 d="$IT_TMP"
 checked=${CHECKED_BUILD:-$ROOT/build-checked}

@@ -3,7 +3,7 @@
 # client can send a HELLO there (a client offers RDMA only where its device opens; shared
 # memory goes over the side channel), so a plain client's first bytes reach the program at
 # once and unchanged, whatever they are. The plain client (never preloaded) sends 0xF7 alone,
-# the handshake magic alone, a complete HELLO (common/handshake.hpp's encoding) and a HELLO
+# the handshake magic alone, a complete HELLO (common/negotiation/handshake.hpp's encoding) and a HELLO
 # followed by more bytes; each must come back echoed, the same transcript as with a plain
 # server. The server's handshake timeout is ten minutes (RDMASOCK_HANDSHAKE_TIMEOUT_MS), so a
 # server that holds the bytes as the start of a HELLO misses the client's 60 s bound for sure

@@ -6,7 +6,7 @@
 # whole call. Same transcript over plain TCP and with the shim preloaded; every blocked call
 # waits on shared memory. Run twice: with the default spin (signals land in the kernel sleep)
 # and with a 1 s spin, so that every signal lands while the shim spins in user space, where
-# only its trampoline (common/signal_seen.hpp) tells the wait.
+# only its trampoline (common/sys/signal_seen.hpp) tells the wait.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 for spin in default 1000000; do

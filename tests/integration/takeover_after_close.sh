@@ -3,7 +3,7 @@
 # and closes; then the server hands the socket to a forked child, passes it with SCM_RIGHTS, or
 # execs a reader with it inherited. TCP: the new owner reads every byte, then EOF. The peer is
 # gone, so nobody can send its ring bytes again over TCP: the receiver keeps them beside the
-# socket (common/leftover.hpp) and the new owner's reads get them before the kernel's EOF.
+# socket (common/shm/leftover.hpp) and the new owner's reads get them before the kernel's EOF.
 # (Before: ECONNRESET after none of them, or a cut stream.) Same transcript as plain TCP, many seeds.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python

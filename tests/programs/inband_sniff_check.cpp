@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "check_common.hpp"
-#include "handshake.hpp"
+#include "negotiation/handshake.hpp"
 
 namespace {
 

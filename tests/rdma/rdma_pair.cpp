@@ -58,9 +58,9 @@
 #include <thread>
 #include <vector>
 
-#include "rdma_device.hpp"
-#include "rdma_params.hpp"
-#include "rdma_transport.hpp"
+#include "rdma/rdma_device.hpp"
+#include "rdma/rdma_params.hpp"
+#include "rdma/rdma_transport.hpp"
 
 using namespace rdmasock;
 using Clock = std::chrono::steady_clock;

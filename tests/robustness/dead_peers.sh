@@ -70,7 +70,7 @@ check_result() {  # LABEL FILE REGEX T_KILL
     else fail "$label: survivor got '$res' (expected /$want/)"; return 1; fi
 }
 
-# Whether PID maps a ring (the memfd "rdmasock-ring", common/memfd_segment.cpp).
+# Whether PID maps a ring (the memfd "rdmasock-ring", common/shm/memfd_segment.cpp).
 has_rings() { grep -q 'memfd:rdmasock-ring' "/proc/$1/maps" 2>/dev/null; }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }

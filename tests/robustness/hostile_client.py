@@ -359,7 +359,7 @@ def big_garbage(s):
 
 # ------------------------------------------------------------------------------- side-channel cases
 # The client side of the side channel, done by hand: the abstract name of our TCP socket's inode
-# (common/side_channel.cpp), bound before connect; the OFFER / ACCEPT wire (common/shm_rendezvous.cpp).
+# (common/shm/side_channel.cpp), bound before connect; the OFFER / ACCEPT wire (common/shm/shm_rendezvous.cpp).
 SC_MAGIC, SC_VERSION, SC_OFFER, SC_ACCEPT, SC_CONFIRM = 0x32565352, 1, 1, 2, 3
 SC_WIRE = struct.Struct("<IHBBiIQ")  # magic, version, type, reserved, claimed_fd, reserved2, ring_bytes
 

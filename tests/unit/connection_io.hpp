@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "connection.hpp"
+#include "connection/connection.hpp"
 
 namespace rdmasock::test {
 

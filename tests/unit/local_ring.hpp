@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "ring_reader.hpp"
-#include "ring_writer.hpp"
+#include "ring/ring_reader.hpp"
+#include "ring/ring_writer.hpp"
 
 namespace rdmasock::test {
 

@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "config.hpp"
+#include "base/config.hpp"
 
 using namespace rdmasock;
 

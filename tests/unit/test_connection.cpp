@@ -11,7 +11,7 @@
 #include <future>
 #include <string>
 
-#include "connection.hpp"
+#include "connection/connection.hpp"
 #include "connection_io.hpp"
 
 using namespace rdmasock;

@@ -1,7 +1,7 @@
 // The table of phase moves (common/connection_phase.hpp, docs/protocol.md "Phases").
 #include <catch2/catch.hpp>
 
-#include "connection_phase.hpp"
+#include "connection/connection_phase.hpp"
 
 using namespace rdmasock;
 

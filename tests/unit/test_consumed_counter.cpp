@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "consumed_counter.hpp"
-#include "ring_format.hpp"
-#include "ring_writer.hpp"
+#include "ring/consumed_counter.hpp"
+#include "ring/ring_format.hpp"
+#include "ring/ring_writer.hpp"
 
 using namespace rdmasock::ring;
 

@@ -7,9 +7,9 @@
 
 #include <vector>
 
-#include "downgrade.hpp"
-#include "ring_reader.hpp"
-#include "shm_channel.hpp"
+#include "ring/downgrade.hpp"
+#include "ring/ring_reader.hpp"
+#include "shm/shm_channel.hpp"
 
 using namespace rdmasock;
 
@@ -158,9 +158,9 @@ TEST_CASE("a busy word a live process never lets go of is given up after the pat
 
 // ---------------------------------------------------------------- in band (RDMA)
 
-#include "back_marker.hpp"
-#include "record_sink.hpp"
-#include "ring_writer.hpp"
+#include "negotiation/back_marker.hpp"
+#include "ring/record_sink.hpp"
+#include "ring/ring_writer.hpp"
 
 namespace {
 

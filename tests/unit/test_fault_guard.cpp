@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fault_guard.hpp"
+#include "sys/fault_guard.hpp"
 #include "local_ring.hpp"
 
 using namespace rdmasock;

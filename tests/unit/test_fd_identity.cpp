@@ -10,9 +10,9 @@
 
 #include <climits>
 
-#include "config.hpp"
-#include "connection.hpp"
-#include "iov_check.hpp"
+#include "base/config.hpp"
+#include "connection/connection.hpp"
+#include "sys/iov_check.hpp"
 
 using namespace rdmasock;
 

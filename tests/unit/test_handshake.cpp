@@ -1,7 +1,7 @@
 // The negotiation wire format: round trips, prefixes, and hostile input.
 #include <catch2/catch.hpp>
 
-#include "handshake.hpp"
+#include "negotiation/handshake.hpp"
 
 using namespace rdmasock::handshake;
 

@@ -1,7 +1,7 @@
 // Which socket options keep a connection on TCP (kernel_only.hpp).
 #include <catch2/catch.hpp>
 
-#include "kernel_only.hpp"
+#include "connection/kernel_only.hpp"
 
 using namespace rdmasock;
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "memory_budget.hpp"
+#include "shm/memory_budget.hpp"
 
 using namespace rdmasock::memory_budget;
 

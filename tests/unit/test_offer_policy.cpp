@@ -1,7 +1,7 @@
 // Which transports a client offers: a HELLO only to peers known to run the shim.
 #include <catch2/catch.hpp>
 
-#include "offer_policy.hpp"
+#include "negotiation/offer_policy.hpp"
 
 using namespace rdmasock;
 using handshake::kOfferRdma;

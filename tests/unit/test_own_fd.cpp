@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "own_fd.hpp"
+#include "sys/own_fd.hpp"
 
 using namespace rdmasock;
 

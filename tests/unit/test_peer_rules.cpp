@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "peer_rules.hpp"
+#include "base/peer_rules.hpp"
 
 using namespace rdmasock;
 

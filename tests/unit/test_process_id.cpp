@@ -4,7 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "process_id.hpp"
+#include "sys/process_id.hpp"
 
 using namespace rdmasock;
 

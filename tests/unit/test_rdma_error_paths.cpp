@@ -10,9 +10,9 @@
 #include <future>
 #include <thread>
 
-#include "own_fd.hpp"
-#include "rdma_device.hpp"
-#include "rdma_transport.hpp"
+#include "sys/own_fd.hpp"
+#include "rdma/rdma_device.hpp"
+#include "rdma/rdma_transport.hpp"
 #include "verbs_mock.hpp"
 
 using namespace rdmasock;

@@ -4,7 +4,7 @@
 // tests/integration/no_libibverbs.sh.)
 #include <catch2/catch.hpp>
 
-#include "rdma_verbs_api.hpp"
+#include "rdma/rdma_verbs_api.hpp"
 
 using namespace rdmasock;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "ring_format.hpp"
+#include "ring/ring_format.hpp"
 
 using namespace rdmasock::ring;
 

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <random>
 
-#include "shm_channel.hpp"
+#include "shm/shm_channel.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::ring;

@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "connection.hpp"
+#include "connection/connection.hpp"
 #include "connection_io.hpp"
-#include "memfd_segment.hpp"
-#include "peer_check.hpp"
-#include "shm_channel.hpp"
-#include "side_channel.hpp"
+#include "shm/memfd_segment.hpp"
+#include "shm/peer_check.hpp"
+#include "shm/shm_channel.hpp"
+#include "shm/side_channel.hpp"
 
 using namespace rdmasock;
 using rdmasock::test::recv_n;

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <thread>
 
-#include "side_lock.hpp"
+#include "wait/side_lock.hpp"
 
 using rdmasock::SideLock;
 

@@ -3,7 +3,7 @@
 
 #include <signal.h>
 
-#include "signal_restart.hpp"
+#include "sys/signal_restart.hpp"
 
 using rdmasock::signal_restarts_call;
 

@@ -13,9 +13,9 @@
 #include <chrono>
 #include <thread>
 
-#include "interruptible_sleep.hpp"
-#include "signal_restart.hpp"
-#include "signal_seen.hpp"
+#include "sys/interruptible_sleep.hpp"
+#include "sys/signal_restart.hpp"
+#include "sys/signal_seen.hpp"
 
 using namespace rdmasock;
 

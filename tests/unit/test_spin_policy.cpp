@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "spin_policy.hpp"
+#include "wait/spin_policy.hpp"
 
 using rdmasock::SpinPolicy;
 
@@ -67,7 +67,7 @@ TEST_CASE("spin policy with a cap at or below the base spin, or no base spin, is
     CHECK(q.budget_us() == 0);
 }
 
-#include "cpu_load.hpp"
+#include "wait/cpu_load.hpp"
 
 TEST_CASE("cpu_load: the runnable count from /proc/loadavg's text", "[cpu_load]") {
     using rdmasock::cpu_load::parse_runnable;

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "stat_page.hpp"
+#include "stat/stat_page.hpp"
 
 using namespace rdmasock::stat;
 

@@ -16,9 +16,9 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-#include "interruptible_sleep.hpp"
-#include "signal_restart.hpp"
-#include "thread_cancel.hpp"
+#include "sys/interruptible_sleep.hpp"
+#include "sys/signal_restart.hpp"
+#include "sys/thread_cancel.hpp"
 
 using namespace rdmasock;
 

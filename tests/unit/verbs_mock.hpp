@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <string>
 
-#include "rdma_verbs_api.hpp"
+#include "rdma/rdma_verbs_api.hpp"
 
 namespace verbs_mock {
 

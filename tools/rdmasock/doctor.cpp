@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "commands.hpp"
-#include "config.hpp"
+#include "base/config.hpp"
 #include "doctor_checks.hpp"
 #include "library_path.hpp"
 

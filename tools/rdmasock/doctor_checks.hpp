@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "base/config.hpp"
 
 namespace rdmasock::cli {
 

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "doctor_checks.hpp"
-#include "rdma_device.hpp"
-#include "rdma_verbs_api.hpp"
+#include "rdma/rdma_device.hpp"
+#include "rdma/rdma_verbs_api.hpp"
 
 namespace rdmasock::cli {
 

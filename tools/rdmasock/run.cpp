@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "config.hpp"
+#include "base/config.hpp"
 #include "exec_check.hpp"
 #include "library_path.hpp"
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "stat_page.hpp"
+#include "stat/stat_page.hpp"
 
 namespace rdmasock::cli {
 

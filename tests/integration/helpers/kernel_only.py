@@ -1,4 +1,4 @@
-"""Socket options whose effect only the kernel's socket has (common/kernel_only.hpp):
+"""Socket options whose effect only the kernel's socket has (common/connection/kernel_only.hpp):
 peek offsets, queue lengths and timestamps in control messages, zero-copy
 completions on the error queue, a ULP (kernel TLS), and a listener's options
 copied to the sockets it accepts; and a read of the error queue, which takes

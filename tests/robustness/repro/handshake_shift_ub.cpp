@@ -9,7 +9,7 @@
 // Observed: common/handshake.cpp:33: runtime error: shift exponent 64 is too large ..., exit 1
 #include <cstdio>
 
-#include "handshake.hpp"
+#include "negotiation/handshake.hpp"
 
 using namespace rdmasock::handshake;
 

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "ring_reader.hpp"
-#include "ring_writer.hpp"
+#include "ring/ring_reader.hpp"
+#include "ring/ring_writer.hpp"
 
 using namespace rdmasock::ring;
 

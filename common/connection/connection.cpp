@@ -1,0 +1,646 @@
+#include "sys/raw_syscall.hpp"
+#include "sys/kernel_calls.hpp"
+#include "connection/connection_detail.hpp"
+#include "wait/cpu_load.hpp"
+
+#include <sys/stat.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "ring/downgrade.hpp"
+#include "sys/fault_guard.hpp"
+#include "sys/interruptible_sleep.hpp"
+#include "base/log.hpp"
+#include "sys/own_fd.hpp"
+#include "rdma/rdma_setup.hpp"
+#include "shm/shm_transport.hpp"
+#include "sys/signal_restart.hpp"
+#include "sys/thread_cancel.hpp"
+
+namespace rdmasock {
+
+using namespace detail;
+
+const char* to_string(Phase p) {
+    switch (p) {
+        case Phase::undecided: return "undecided";
+        case Phase::offered: return "offered";
+        case Phase::accepted: return "accepted";
+        case Phase::strip_hello: return "strip_hello";
+        case Phase::upgraded: return "upgraded";
+        case Phase::plain: return "plain";
+        case Phase::failed: return "failed";
+        case Phase::rv_listen: return "rv_listen";
+        case Phase::rv_pending: return "rv_pending";
+        case Phase::rv_offered: return "rv_offered";
+        case Phase::rv_accepted: return "rv_accepted";
+    }
+    return "?";
+}
+
+Connection::Connection(int fd, Role role, bool nonblocking, const Config& config, const SocketOps& ops)
+    : fd_(fd), role_(role), nonblocking_(nonblocking), config_(config), ops_(ops),
+      spin_(config.spin_us, config.spin_max_us) {
+    // A client stays plain unless set_offer() finds a shimmed peer.
+    if (role == Role::client) phase_.store(Phase::plain, std::memory_order_relaxed);  // not yet shared
+    struct stat st;
+    if (raw_syscall(SYS_fstat, fd, &st) == 0) inode_ = st.st_ino;
+    if (config.fault.find("handover") != std::string::npos) {
+        uint64_t seed = static_cast<uint64_t>(now_us()) * 6364136223846793005ull ^ static_cast<uint64_t>(fd) << 32 ^ getpid();
+        seed ^= seed >> 29;
+        handover_at_ = 1 + seed % (16u << 20);
+    }
+}
+
+void Connection::fault_handover() {
+    if (!handover_at_ || tx_bytes_ + rx_bytes_ < handover_at_ || phase() != Phase::upgraded) return;
+    handover_at_ = 0;
+    hand_over("fault point: handover");
+}
+
+Connection::~Connection() {
+    if (own_fd_) retire_fd();
+}
+
+bool Connection::stream_closed() {
+    if (phase() != Phase::upgraded) return false;
+    drain_socket_now();  // a dead peer's FIN or RST, which no call may have looked at yet
+    note_resets();
+    return closed_both_ways();
+}
+
+bool Connection::closed_both_ways() {
+    return peer_reset_.load() || (shut_wr_ && peer_fin_seen());
+}
+
+bool Connection::unread_at_close() {
+    if (rx_on_tcp() || rx_back()) return false;  // the kernel holds them, and resets itself
+    return transport_->reader().readable_bytes_look() > 0;
+}
+
+bool Connection::abortive_close() const {
+    linger l{};
+    socklen_t len = sizeof l;
+    int saved = errno;
+    bool abort = kernel_sockopt_get(fd_, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
+    errno = saved;
+    return abort;
+}
+
+// The application is about to close the fd number we use while the connection
+// lives on (a dup'd fd, or another thread still inside a call): take our own
+// reference to the socket, as the kernel's file reference keeps a call in
+// progress on its socket, so nothing of ours ever lands on a reused number.
+// High numbers, so the application's next open still gets the number it expects
+// (own_fd.hpp).
+bool Connection::keep_own_fd() {
+    signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
+    std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
+    if (own_fd_) return true;
+    int d = dup_own_fd(fd_);
+    if (d < 0) return false;
+    const int app_fd = fd_;
+    if (app_fd < 0) return close_own_fd(d), false;  // retired meanwhile
+    __atomic_store_n(&fd_, d, __ATOMIC_RELEASE);  // threads inside a call read it on their next syscall
+    own_fd_ = true;
+    RS_LOG(debug, "fd %d: the connection now holds its own fd %d", app_fd, d);
+    return true;
+}
+
+void Connection::lose_fd_number(int fd) {
+    signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
+    std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
+    if (own_fd_ || fd_ != fd) return;  // its own dup still names the socket
+    __atomic_store_n(&fd_, -1, __ATOMIC_RELEASE);
+    RS_LOG(warn, "fd %d was closed without the shim seeing it (a system call made without libc?) and now names another "
+                 "file: its connection is dropped", fd);
+}
+
+void Connection::forget_other_threads() {
+    fd_mu_.forget_holders();
+    handshake_mu_.forget_holders();
+    arm_mu_.forget_holders();
+    // The bells stay registered: a parent's thread bell or an inherited epoll
+    // set's is still open here, and a ring wakes that sleeper to look again.
+    bell_mu_.forget_holders();
+    read_mu_.forget_holders();
+    write_mu_.forget_holders();
+    drain_owned_.store(false, std::memory_order_relaxed);
+}
+
+void Connection::retire_fd() {
+    if (eos_after_calls_.exchange(false)) {
+        // The close came while a send was in progress; that send has returned.
+        cancel::Shield shield;  // this runs in a destructor (Call's): no cancellation inside
+        std::lock_guard<SideLock> lk(write_mu_);
+        if (phase() == Phase::upgraded && !shut_wr_) end_stream_locked();
+        if (phase() == Phase::upgraded) transport_->flush_sends(1000);
+    }
+    signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
+    std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
+    if (own_fd_) {
+        close_own_fd(fd_);
+        own_fd_ = false;
+    }
+    __atomic_store_n(&fd_, -1, __ATOMIC_RELEASE);  // EBADF, never someone else's socket
+}
+void Connection::set_offer(uint32_t offers) {
+    offers_ = offers;
+    claim_rendezvous();  // the process that may offer (progress_client_offer)
+    start(offers ? Phase::undecided : Phase::plain);
+}
+
+static ShmRendezvous::Options rendezvous_options(const Config& c) {
+    ShmRendezvous::Options o;
+    o.ring_bytes = c.ring_bytes;
+    o.ring_memory = c.ring_memory;
+    o.same_user_only = c.shm_same_user_only;
+    o.fault = c.fault;
+    return o;
+}
+
+bool Connection::start_rendezvous_client() {
+    auto rv = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
+    if (config_.fault == "client-listen" || !rv->client_listen(fd_)) return false;
+    rv_ = std::move(rv);
+    rv_since_us_ = wait::now_us();
+    side_tried_ = true;
+    claim_rendezvous();
+    start(Phase::rv_listen);
+    return true;
+}
+
+void Connection::claim_rendezvous() {
+    rv_pid_ = current_pid();
+    rv_gen_ = fork_generation();
+}
+
+// Only while the rendezvous is under way in some process (not rv_pending: the
+// postmaster pattern, where the process that uses the socket first starts it).
+bool Connection::forked_since_rendezvous() const { return rv_pid_ != current_pid() || rv_gen_ != fork_generation(); }
+
+bool Connection::forked_during_rendezvous() {
+    const Phase ph = phase();
+    if (ph != Phase::rv_listen && ph != Phase::rv_offered && ph != Phase::rv_accepted) return false;
+    if (rv_pid_ == current_pid() && rv_gen_ == fork_generation()) return false;
+    if (ph == Phase::rv_accepted) {
+        // Rings exist and the server may have switched already: go back in order.
+        hand_over("forked while the same-host rendezvous was under way");
+        return true;
+    }
+    std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+    if (phase() == ph) become_plain("forked while the same-host rendezvous was under way");
+    return true;
+}
+
+void Connection::start_rendezvous_server() {
+    rv_ = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
+    side_tried_ = true;
+    start(Phase::rv_pending);
+}
+
+int Connection::self_wake_fd() const {
+    return phase() == Phase::upgraded ? transport_->self_wake_fd() : -1;
+}
+
+int Connection::wake_fd() const {
+    Phase p = phase();
+    return (p == Phase::rv_accepted || p == Phase::upgraded) ? transport_->wake_fd() : -1;
+}
+
+void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
+    if (recv_us >= 0) recv_timeout_us_ = recv_us;
+    if (send_us >= 0) send_timeout_us_ = send_us;
+}
+
+CallTimeout::CallTimeout(int64_t timeout_us) {
+    if (timeout_us > 0) deadline_us_ = wait::now_us() + timeout_us;
+}
+
+int64_t CallTimeout::left_us() const {
+    if (deadline_us_ < 0) return -1;
+    return std::max<int64_t>(0, deadline_us_ - wait::now_us());
+}
+
+int64_t Connection::timeout_for(bool write) const {
+    int64_t t = write ? send_timeout_us_ : recv_timeout_us_;
+    return t > 0 ? t : -1;
+}
+
+bool Connection::owned_by_this_process() const { return owner_pid_ == 0 || owner_pid_ == current_pid(); }
+
+void Connection::enter(Phase to) {
+    const Phase from = phase_.exchange(to, std::memory_order_acq_rel);
+    started_ = true;
+    ring_phase_bells();  // sleepers that began under the old phase look again
+    if (allowed_move(from, to)) return;
+#ifdef RDMASOCK_CHECK_PHASES
+    RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd_, to_string(from), to_string(to));
+    __builtin_trap();
+#else
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+        RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd_, to_string(from), to_string(to));
+#endif
+}
+
+void Connection::start(Phase to) {
+    if (started_ || !allowed_start(to)) {
+        enter(to);  // not a set-up move: checked as any other
+        return;
+    }
+    phase_.store(to, std::memory_order_release);
+    ring_phase_bells();
+}
+
+void Connection::become_plain(const char* why) {
+    // What the application set is the reason, whatever the handshake saw then.
+    if (tcp_only_.load() && !tcp_only_why_.empty()) why = tcp_only_why_.c_str();
+    fallback_reason_ = why;
+    pending_.reset();
+    if (rv_) rv_->close();
+    // A transport handed over but never switched to stays alive (unused) until
+    // the connection ends: its eventfd may still be registered in an epoll set.
+    enter(Phase::plain);
+    RS_LOG(info, "fd %d: staying on tcp (%s)", fd_, why);
+}
+
+void Connection::become_failed(const char* why) {
+    fallback_reason_ = why;
+    pending_.reset();
+    enter(Phase::failed);
+    kernel::shutdown(fd_, SHUT_RDWR);
+    RS_LOG(warn, "fd %d: handshake violated (%s); connection reset", fd_, why);
+}
+
+void Connection::upgrade(std::unique_ptr<Transport> t) {
+    no_delay(fd_);
+    transport_ = std::move(t);
+    upgraded_once_.store(true, std::memory_order_relaxed);
+    owner_pid_ = current_pid();
+    fork_gen_ = fork_generation();
+    // Bad application buffers get EFAULT from the ring copies from now on (fault_guard.hpp).
+    if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
+    enter(Phase::upgraded);
+    RS_LOG(info, "fd %d: upgraded to %s", fd_, transport_->name());
+}
+
+bool Connection::progress_locked(bool app_wants_to_write) {
+    switch (phase()) {
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered:
+        case Phase::rv_accepted: return progress_rendezvous(true);
+        case Phase::undecided:
+            return role_ == Role::client ? progress_client_offer() : progress_server_hello(app_wants_to_write);
+        case Phase::offered: return progress_client_reply();
+        case Phase::accepted: return progress_server_ready();
+        case Phase::strip_hello: return progress_strip_hello();
+        default: return false;
+    }
+}
+
+bool Connection::progress() {
+    Phase ph = phase();
+    if (settled(ph)) return false;
+    signals::DeferHandlers held;  // a handler on this thread must not wait for handshake_mu_ (signal_seen.hpp)
+    std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+    if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)
+        return progress_rendezvous(false);  // a readiness query does no I/O
+    return progress_locked(false);
+}
+
+// Drives the handshake to a phase where the app's call can proceed. The thread
+// that waits for handshake bytes holds handshake_mu_ across its poll, so no
+// other thread can consume the message it is waiting for; the poll is short so
+// the others get their turn.
+bool Connection::settle(int flags, bool for_write) {
+    // Settled already (every call after the handshake): no lock, no clock.
+    if (settled(phase())) return true;
+    const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
+    const int64_t timeout = timeout_for(for_write);
+    const int64_t start = timeout > 0 ? now_us() : 0;
+    const signals::Seen since = signals::seen();
+    for (;;) {
+        // Handlers wait for handshake_mu_ to be let go (one that jumped out of
+        // this wait left it taken for good); the wait ends for them, and the
+        // interposer runs them and restarts the call where the kernel would.
+        signals::DeferHandlers held;
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+        while (progress_locked(for_write)) {}
+        Phase ph = phase();
+        if (settled(ph)) return true;
+        if (for_write && ph == Phase::strip_hello) return true;
+        // The side-channel rendezvous never holds an application call back.
+        if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)
+            return true;
+        if (nb) {
+            errno = EAGAIN;
+            return false;
+        }
+        int ms = 50;
+        if (timeout > 0) {
+            int64_t left = timeout - (now_us() - start);
+            if (left <= 0) {
+                errno = EAGAIN;
+                return false;
+            }
+            ms = std::min<int64_t>(ms, (left + 999) / 1000);
+        }
+        short ev = (role_ == Role::client && ph == Phase::undecided) ? POLLOUT : POLLIN;
+        pollfd p{fd_, ev, 0};
+        // A signal ends this wait as it would end the kernel's (wait_for).
+        if (sleep::poll(&p, 1, ms * int64_t{1000}, nullptr, since) < 0 && errno == EINTR) {
+            errno = signal_restarts_call(since, timeout > 0) ? ERESTART : EINTR;
+            return false;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- data path
+
+ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
+    forked_during_rendezvous();
+    if (!settle(flags, true)) return -1;
+    if (handover_at_) fault_handover();
+    // Urgent data has no place in a ring: the connection goes back to TCP, which carries it.
+    if ((flags & MSG_OOB) && has_rings(phase())) hand_over("MSG_OOB");
+    switch (phase()) {
+        case Phase::failed: errno = ECONNRESET; return -1;
+        case Phase::upgraded:
+            if (!owned_by_this_process()) {  // a forked child: both processes go on over TCP
+                if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+                return send(iov, iovcnt, flags);
+            }
+            // Forked while our sends were still on TCP: a child may have written the
+            // socket too, and our switch offset would count only our own bytes (the
+            // peer would find the child's past it). Nobody can know the offset: TCP.
+            if (side_tried_ && !tx_switched_ && forked_since_rendezvous()) {
+                if (!hand_over("forked before this side's sends switched to the ring")) return errno = EIO, -1;
+                return send(iov, iovcnt, flags);
+            }
+            return ring_send(iov, iovcnt, flags);
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered:
+        case Phase::rv_accepted: return tcp_send(iov, iovcnt, flags);
+        default: break;  // plain or strip_hello: the kernel carries it
+    }
+    if (counts_own_bytes()) return tcp_send(iov, iovcnt, flags);
+    return kernel_io(true, iov, iovcnt, flags);
+}
+
+ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
+    forked_during_rendezvous();
+    // Urgent data is the kernel socket's, and a recv of it never waits
+    // (tcp_recv_urg): while the in-band handshake is unsettled the kernel
+    // answers at once, reading no byte of the stream.
+    if ((flags & MSG_OOB) && !settled(phase()) && !has_rings(phase())) return kernel_io(false, iov, iovcnt, flags);
+    if (!settle(flags, false)) return -1;
+    if (handover_at_) fault_handover();
+    if (phase() == Phase::upgraded && downgrade_due()) serve_downgrade();  // plain now, if the peer went back
+    switch (phase()) {
+        case Phase::failed: errno = ECONNRESET; return -1;
+        case Phase::upgraded:
+        case Phase::rv_accepted:
+            if (!owned_by_this_process()) {
+                if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+                return recv(iov, iovcnt, flags);
+            }
+            return ring_recv(iov, iovcnt, flags);
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered: return tcp_recv(iov, iovcnt, flags);
+        default: break;
+    }
+    if (counts_own_bytes()) return tcp_recv(iov, iovcnt, flags);
+    return kernel_io(false, iov, iovcnt, flags);
+}
+
+// A transport that broke after the upgrade (RDMA: a queue-pair error, a peer
+// ring that fails validation): the stream goes on over TCP
+// (connection_downgrade_inband.cpp) while the peer can answer; false then.
+// Otherwise the connection ends as a TCP reset would, at both ends, so a peer
+// asleep in the kernel learns it too instead of waiting for records that will
+// never come.
+bool Connection::transport_failed() {
+    if (!transport_->failed()) return false;
+    if (marker_out() && !peer_reset_.load()) return false;  // on its way back
+    if (can_go_back()) {
+        begin_way_back(std::string(transport_->name()) + " transport failed: " + transport_->failure());
+        return false;
+    }
+    if (!failure_reported_.exchange(true)) reset_both((std::string(transport_->name()) + " transport failed").c_str());
+    return true;
+}
+
+// ---------------------------------------------------------------- teardown
+
+int Connection::shutdown(int how, bool* kernel_carries) {
+    cancel::Shield shield;  // a hand-over, the writer's lock for the FIN record (thread_cancel.hpp)
+    const bool rd = how == SHUT_RD || how == SHUT_RDWR, wr = how == SHUT_WR || how == SHUT_RDWR;
+    if (kernel_carries) *kernel_carries = false;
+    if (phase() == Phase::upgraded && !owned_by_this_process()) {
+        // A forked copy: the socket is both processes', and so is its shutdown
+        // (the parent reads EOF or a reset as over TCP). The FIN record is the
+        // owner's to write: the connection goes back to TCP, and the kernel shuts it.
+        if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+        return static_cast<int>(raw_syscall(SYS_shutdown, fd_, how));
+    }
+    bool fin_owed = false;  // our sends reached the ring while this call began on TCP
+    if (phase() != Phase::upgraded) {
+        // The kernel carries this one (the caller shuts the TCP socket down); a
+        // later switch to the ring must not reopen what the app closed.
+        if (!has_rings(phase())) {
+            if (kernel_carries) *kernel_carries = true;
+            return 0;
+        }
+        if (rd) shut_rd_ = true;
+        const bool first_wr = wr && !shut_wr_.exchange(true);
+        // Dekker with a send's first switch to the ring (ring_send): either it
+        // sees shut_wr_ and never switches, or we see the phase it switched in.
+        // Then its records may be in the ring already, and the kernel's FIN
+        // would end the peer's stream before them: our end-of-stream record
+        // follows them instead, below, under the writers' lock (issue 36).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (!first_wr || phase() != Phase::upgraded) {
+            wake_local();
+            if (kernel_carries) *kernel_carries = true;
+            return 0;
+        }
+        fin_owed = true;
+    }
+    // A socket whose stream ended both ways (our FIN sent and the peer's
+    // landed) or was reset is TCP_CLOSE: shutdown says ENOTCONN, and still
+    // takes effect (inet_shutdown).
+    const bool ended = stream_closed();
+    if (rd) shut_rd_ = true;
+    // In band, on the way back: our unread ring bytes go over TCP before the
+    // kernel's FIN (hand_over waits for the peer's marker).
+    if (wr && marker_out() && !tx_back()) hand_over("shutdown on the way back to tcp");
+    if (wr && (!shut_wr_.exchange(true) || fin_owed)) {
+        // A writer blocked on a full ring holds write_mu_: wake it first; it sees
+        // shut_wr_ and gives up (EPIPE, as a blocked TCP sender does).
+        wake_local();
+        std::lock_guard<SideLock> lk(write_mu_);
+        if (owned_by_this_process()) {
+            // The FIN record follows the data in the ring. It always fits
+            // (RingWriter::kFinReserve): the retry is a guard, not a wait.
+            for (int i = 0; i < 1000; ++i, usleep(1000)) {
+                if (tx_enter_locked() != Way::ring) {
+                    kernel_shutdown(fd_, SHUT_WR);  // back on TCP: the kernel's FIN
+                    break;
+                }
+                switch_tx_locked();  // the FIN record comes after every TCP byte
+                auto st = write_fin_locked();
+                tx_leave_locked();
+                if (st != ring::RingStatus::would_block) break;
+            }
+            ring_doorbell();
+        }
+    }
+    if (shut_rd_ && shut_wr_ && !ended) note_shut_both_ways();
+    wake_local();  // blocked readers return, epoll sets look again
+    if (ended) return errno = ENOTCONN, -1;
+    return 0;
+}
+
+void Connection::close_last_reference() {
+    cancel::Shield shield;  // its end-of-stream and hand-over finish (thread_cancel.hpp)
+    RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
+    switch (phase()) {  // a connection that ended while its bytes still went over TCP
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered:
+        case Phase::rv_accepted:
+            if (fallback_reason_.empty()) fallback_reason_ = "closed before the switch";
+            if (rv_) rv_->close();
+            break;
+        default: break;
+    }
+    if (role_ == Role::server && phase() == Phase::strip_hello) {
+        // A HELLO left unread turns the kernel's close into a RST, which destroys
+        // what the client has not read yet of the bytes this server wrote. Only
+        // after our own write: an untouched socket may be a forked child's to
+        // negotiate (a postmaster closing its copy must not eat the HELLO).
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+        bool eof, empty;
+        auto r = peek_message(&eof, &empty);
+        if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);
+    }
+    // TCP's close sends a RST instead of a FIN when bytes were left unread: so
+    // does ours (SO_LINGER 0 on the kernel socket), and the peer's writer, which
+    // may never look at its socket, reads which it was in the ring it writes.
+    // Only a sole owner: a forked child may still read, and only the kernel
+    // knows when the socket is gone then.
+    if (phase() == Phase::upgraded && owned_by_this_process() && fork_gen_ == fork_generation()) {
+        bool aborted = abortive_close();
+        if (stream_closed()) {
+            // TCP_CLOSE already: TCP's close sends nothing, with or without
+            // SO_LINGER 0; the kernel socket, which carried no FIN, sends a FIN.
+            if (aborted) {
+                linger off{0, 0};
+                kernel_sockopt_set(fd_, SO_LINGER, &off, sizeof off);
+            }
+            aborted = false;
+        } else if (!aborted && unread_at_close()) {
+            linger l{1, 0};
+            const int saved = errno;
+            aborted = kernel_sockopt_set(fd_, SO_LINGER, &l, sizeof l) == 0;
+            errno = saved;
+            RS_LOG(debug, "fd %d: closed with unread bytes: a reset, as TCP's", fd_);
+        }
+        // (A socket that failed told the peer's writer already: kept.)
+        if (RingControl* c = transport_->rx_control(); c && c->reader_state.load() != RingControl::gone)
+            c->reader_state.store(aborted ? RingControl::aborted : RingControl::closed, std::memory_order_release);
+    }
+    // SO_LINGER {1, 0}: no end-of-stream record; the kernel's RST at the close
+    // tells the peer, which then reports ECONNRESET as TCP would.
+    // In band, on the way back: what the peer has not read goes over TCP first.
+    if (phase() == Phase::upgraded && owned_by_this_process() && !abortive_close() && marker_out())
+        hand_over("closed on the way back to tcp");
+    // A socket that failed (socket_failed) ends nothing: TCP's close sends no FIN then.
+    if (phase() == Phase::upgraded && owned_by_this_process() && !shut_wr_ && !abortive_close() && !tcp_failed_.load()) {
+        std::unique_lock<SideLock> lk(write_mu_, std::try_to_lock);
+        if (lk.owns_lock()) {
+            end_stream_locked();
+        } else {
+            // A send in progress in another thread (asleep on a full ring, or
+            // about to be): the kernel sends its FIN once the last call on the
+            // socket returns, and this close returns now. So does ours: the
+            // end of stream follows that call (retire_fd). (A close that
+            // waited here for the writer hung when the peer read only later,
+            // and an exit() hung for good.)
+            eos_after_calls_.store(true);
+        }
+    }
+    // Records still in flight land before the kernel's FIN can overtake them
+    // (the peer reads its ring to the end when its TCP socket says EOF).
+    if (phase() == Phase::upgraded && owned_by_this_process()) transport_->flush_sends(1000);
+}
+
+// The end-of-stream record after every byte written (under write_mu_), or
+// the kernel's FIN where the stream went back to TCP.
+void Connection::end_stream_locked() {
+    if (fork_gen_ != fork_generation() && transport_->tx_control()) {
+        // A child forked since the upgrade may hold the socket: only the
+        // kernel knows when the stream ends. Shared memory: what the peer
+        // has not read goes to TCP, and the kernel's FIN, if any, follows
+        // it. In band (RDMA): no end-of-stream record either; a child that
+        // goes on takes the connection back to TCP itself (shared state),
+        // else the kernel's FIN comes after every record landed (below),
+        // and the peer reads them all before its end of stream.
+        if (!in_band() && lock_busy(transport_->tx_control()->writer_busy)) {
+            take_back_locked();
+            downgrade::unlock(transport_->tx_control()->writer_busy);
+        }
+    } else if (tx_enter_locked() == Way::ring) {
+        // (tx_enter serves a take-back the peer asked for: a peer that
+        // closes never leaves bytes its reader asked for behind.)
+        switch_tx_locked();
+        // The record always fits (RingWriter::kFinReserve); on a broken ring the
+        // kernel's FIN still ends the stream.
+        auto st = write_fin_locked();
+        tx_leave_locked();
+        if (st == ring::RingStatus::ok) ring_doorbell();
+    }
+    shut_wr_ = true;
+}
+
+// Our end-of-stream record, noting where our bytes end: a peer that dies
+// having read them all but not this record left nothing unread (TCP's FIN is
+// no data), peer_left_unread.
+ring::RingStatus Connection::write_fin_locked() {
+    data_end_.store(transport_->writer().written());
+    return transport_->writer().write_fin();
+}
+
+std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {
+    char buf[256];
+    const bool up = phase() == Phase::upgraded;
+    snprintf(buf, sizeof buf, "stats fd=%d role=%s transport=%s tx_bytes=%llu rx_bytes=%llu%s%s", fd_,
+             role_ == Role::client ? "client" : "server", up ? transport_->name() : "tcp",
+             static_cast<unsigned long long>(tx_bytes_ + tcp_tx_ + plain_tx),
+             static_cast<unsigned long long>(rx_bytes_ + tcp_rx_.load() + plain_rx),
+             fallback_reason_.empty() ? "" : " reason=", fallback_reason_.empty() ? "" : fallback_reason_.c_str());
+    if (!up) return buf;
+    // How many of this process's waits slept at once because runnable threads
+    // outnumbered the CPUs (cpu_load.hpp): the wait policy's decision, shown.
+    char busy[64];
+    snprintf(busy, sizeof busy, " busy_skips=%llu", static_cast<unsigned long long>(cpu_load::spins_skipped()));
+    return buf + transport_->stats_detail() + busy;
+}
+
+}  // namespace rdmasock

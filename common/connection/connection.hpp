@@ -1,0 +1,527 @@
+// One TCP connection as the shim sees it: negotiation, the upgraded ring path,
+// waiting, and the statistics line. Its code is split by stage:
+//   connection.cpp               phases, dispatch of each call, teardown, statistics
+//   connection_side_channel.cpp  same host: rendezvous steps, bytes before the switch
+//   connection_inband.cpp        the in-band handshake (RDMA)
+//   connection_stream.cpp        ring send/recv and what they count
+//   connection_doorbell.cpp      doorbells, waiting (through wait_engine.hpp), readiness
+//   connection_downgrade.cpp     the way back to TCP (downgrade.hpp)
+// The shim's interposers find a Connection by fd and call it; the kernel calls it needs come in through SocketOps, so tests
+// can drive it without LD_PRELOAD.
+//
+// Phases:
+//   client: undecided -> offered -> upgraded | plain | failed
+//   server: undecided -> accepted -> upgraded | plain | failed
+//           undecided -> strip_hello -> plain   (the app wrote before any HELLO came)
+//   same host, over the side channel (shm_rendezvous.hpp; nothing in the TCP stream):
+//   client: rv_listen -> rv_accepted -> upgraded | plain
+//   server: rv_pending -> rv_offered -> upgraded | plain
+//           rv_pending -> undecided   (the client has no side channel: maybe an in-band HELLO)
+// plain means every call passes straight through to the kernel. In the rv_*
+// phases the application's bytes travel over TCP and each call advances the
+// rendezvous a step; from rv_accepted on the peer may switch to the ring at any
+// moment, so a sleeper also waits on the transport's eventfd.
+#pragma once
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+#include <mutex>
+#include <string>
+
+#include "sys/owner_written.hpp"
+#include "negotiation/back_marker.hpp"
+#include "base/config.hpp"
+#include "connection/connection_phase.hpp"
+#include "negotiation/handshake.hpp"
+#include "sys/process_id.hpp"
+#include "shm/shm_rendezvous.hpp"
+#include "wait/side_lock.hpp"
+#include "wait/spin_policy.hpp"
+#include "ring/transport.hpp"
+
+namespace rdmasock {
+
+struct SocketOps {
+    ssize_t (*recv)(int, void*, size_t, int);
+    ssize_t (*send)(int, const void*, size_t, int);
+    ssize_t (*recvmsg)(int, msghdr*, int);
+    ssize_t (*sendmsg)(int, const msghdr*, int);
+    int (*poll)(pollfd*, nfds_t, int);
+};
+
+// A call's socket timeout (SO_RCVTIMEO/SO_SNDTIMEO) as one deadline: TCP
+// counts it once for the whole call (sk_wait_data), however often it sleeps.
+class CallTimeout {
+public:
+    explicit CallTimeout(int64_t timeout_us);  // -1: none (no clock read)
+    int64_t left_us() const;                   // -1: none; 0: passed (look once, then EAGAIN)
+
+private:
+    int64_t deadline_us_ = -1;
+};
+
+enum class Role : uint8_t { client, server };
+
+class Connection {
+public:
+    Connection(int fd, Role role, bool nonblocking, const Config& config, const SocketOps& ops);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    Phase phase() const { return phase_.load(std::memory_order_acquire); }
+    bool is_plain() const { return phase() == Phase::plain; }
+    // Readiness is the kernel's own (plain, or a rendezvous still all on TCP).
+    bool kernel_driven() const {
+        Phase p = phase();
+        return p == Phase::plain || p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered;
+    }
+    // Whether this connection went through the side-channel rendezvous (it then
+    // counts its own TCP bytes for the statistics line).
+    bool side_channel_tried() const { return side_tried_; }
+    // It counts every byte of its calls itself (side channel, or once upgraded:
+    // a call that ends plain after a way back moved bytes on both paths).
+    bool counts_own_bytes() const { return side_tried_ || upgraded_once_.load(std::memory_order_relaxed); }
+    bool carried_nothing() const { return tx_bytes_ == 0 && rx_bytes_ == 0 && tcp_tx_ == 0 && tcp_rx_.load() == 0; }
+    // The eventfd this side sleeps on besides the TCP socket (-1: none).
+    int wake_fd() const;
+    // RDMA: a second one, written only by this side (Transport::self_wake_fd).
+    int self_wake_fd() const;
+    Role role() const { return role_; }
+    int fd() const { return __atomic_load_n(&fd_, __ATOMIC_ACQUIRE); }
+    void set_fd(int fd) { fd_ = fd; }
+    void set_nonblocking(bool on) { nonblocking_.store(on, std::memory_order_relaxed); }
+    bool nonblocking() const { return nonblocking_.load(std::memory_order_relaxed); }
+    void set_timeouts(int64_t recv_us, int64_t send_us);
+    // Client side: whether to send a HELLO at the first I/O (else plain at once).
+    void set_offer(uint32_t offers);
+    // Client, no offer made (plain from the start): why, for the statistics.
+    void note_not_offered(const char* why) { fallback_reason_ = why; }
+    // Same host, side channel. Client: before the kernel connect (the name must
+    // exist before the server can look for it); false leaves the phase alone.
+    bool start_rendezvous_client();
+    // Server: at accept; the first I/O in whichever process performs it offers.
+    void start_rendezvous_server();
+    // Server: read the first bytes as a possible HELLO only where RDMA can run on
+    // this host (RdmaDevice::host_may_have_rdma, looked at lazily, at the first
+    // I/O): elsewhere no shimmed client sends one, and a plain client's first
+    // bytes must reach the program at once, whatever they are. (Unit tests drive
+    // the in-band handshake without it.)
+    void in_band_only_with_rdma() { in_band_needs_rdma_ = true; }
+
+    // Byte-stream calls for non-plain phases; return -1 with errno set on error.
+    // `flags` are the socket MSG_* flags of the application call.
+    ssize_t send(const iovec* iov, int iovcnt, int flags);
+    ssize_t recv(const iovec* iov, int iovcnt, int flags);
+    // What TCP_CLOSE is on a ring: reset, or ended both ways (our FIN sent and
+    // the peer's landed). shutdown and getpeername say ENOTCONN then; a RST
+    // changes nothing. False unless upgraded.
+    bool stream_closed();
+    // The error the peer's reset left owed (TCP's sk_err), taken: the next
+    // failing call reports it, or getsockopt(SO_ERROR) takes it; 0 if none.
+    int take_pending_err();
+    // The same after a look at the TCP socket's news (a dead peer's FIN or
+    // RST): recvmmsg, which reports sk_err before any byte.
+    int take_socket_error();
+    // recvmmsg: an entry after the first met the reset's error, which
+    // do_recvmmsg keeps for the next call (sk_err): owed again.
+    void owe_again(int err);
+    // Bytes readable now (FIONREAD), for upgraded connections.
+    size_t readable_bytes();
+    // Grows with every byte that lands and once more when the end of stream
+    // lands: a change since the last EPOLLIN report is a new edge for EPOLLET.
+    uint64_t arrivals();
+
+    // Advances a handshake or rendezvous as far as it goes without blocking or
+    // syscalls of its own; poll and epoll call it before asking for readiness.
+    void step() {
+        // A forked copy's view of an RDMA ring is frozen (or absent): it goes
+        // back to TCP at its first look, as at its first call.
+        if (phase() == Phase::upgraded && !owned_by_this_process() && in_band()) hand_over("a forked child used the connection");
+        if (phase() == Phase::upgraded) serve_downgrade();
+        while (progress()) {}
+    }
+    // Moves the whole connection back onto its TCP socket, in order, nothing
+    // lost (docs/protocol.md, "Downgrade"): before the socket leaves the
+    // shim's hands (exec, SCM_RIGHTS, fdopen, splice, a forked child). Waits
+    // until the peer has sent back what this side had not read. True when the
+    // connection is plain now (or never left TCP); false when its transport
+    // cannot go back (RDMA) or the peer's socket vanished with bytes unread.
+    bool hand_over(const char* why);
+    // hand_over() for several connections at once (an exec's inherited sockets,
+    // SCM_RIGHTS, a seccomp filter, io_uring): each one's first step (its sends
+    // back, its receives asked for) before any waits for its peer's part, which
+    // may be another of them (both ends of one connection in this process).
+    static void hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why);
+    // The application asked for what only the kernel's socket does (kernel_only.hpp):
+    // the connection goes back to TCP, or declines a later in-band offer. False
+    // when it stays where it is (RDMA rings: the way back would wait for the peer).
+    bool keep_on_tcp(const char* why);
+    // keep_on_tcp() without the hand-over (the caller hands several over at once):
+    // true when the connection should go back now.
+    bool mark_tcp_only(const char* why);
+    // Readiness for poll/epoll; does no I/O (call step() first). `wanted` is POLLIN|POLLOUT|POLLRDHUP...; the
+    // result holds the poll bits true now. `kernel_events` receives what to
+    // wait for on the kernel fd while sleeping (0: nothing of ours, use the
+    // app's own events verbatim because the connection is plain).
+    short ready_events(short wanted, short* kernel_events);
+    // The state changes TCP wakes every epoll waiter for (sk_state_change), as
+    // bits that only ever turn on: our shutdown each way, the peer's end (its
+    // FIN, or its RST alone), a RST after its FIN. An edge for EPOLLET.
+    uint32_t state_changes();
+    // Before sleeping in poll/epoll: ask the peer for doorbells (Dekker).
+    // Returns a token of what was armed, to pass to disarm(); *may_sleep turns
+    // false when the transport saw progress in flight (re-check, don't sleep).
+    int arm(short wanted, bool* may_sleep);
+    void disarm(int token);
+    // How long a sleeper waiting for `wanted` may sleep before it must look
+    // again (-1: until a doorbell or the socket wakes it). A writer facing a
+    // full ring after the peer's FIN learns that the peer's socket is gone only
+    // from sock_diag, never from a wake-up.
+    int64_t max_sleep_us(short wanted);
+    // How long poll/epoll should spin for this connection, learned from its waits.
+    SpinPolicy& spin_policy() { return spin_; }
+    // Sleep bracket for poll/epoll: try to own the doorbell drain while the
+    // caller sleeps in the kernel; false when another owns it (the caller must
+    // then sleep only briefly). end_sleep drains doorbells and gives it back.
+    // An owner may hold it across calls (an epoll set keeping an idle
+    // connection armed) and release it from another thread.
+    enum class Drain : uint8_t { none, owned, busy };  // none: no doorbell to drain
+    Drain try_begin_sleep();
+    void end_sleep(Drain d);
+    // poll/select found the TCP socket readable or in error without sleeping:
+    // take what it says (the peer's end, a reset, a marker) now; false when
+    // another thread owns the drain, or before the rings carry the stream.
+    bool drain_socket_now() { return phase() == Phase::upgraded && transport_ && drain_if_free(); }
+
+    // Phase bells (phase_bell.hpp): a sleeper that began while the phase may
+    // still change (a rendezvous, an in-band handshake: its wait set is not the
+    // next phase's) registers its bell here, then looks at the phase once more;
+    // every phase change rings the registered bells. Settled phases need none:
+    // upgraded sleepers wait on the doorbells, which the way back rings
+    // (wake_local); plain and failed never change.
+    static bool phase_may_change(Phase p) { return p != Phase::plain && p != Phase::upgraded && p != Phase::failed; }
+    void watch_phase(int bell);
+    void unwatch_phase(int bell);
+
+    // Grows when some connection's readiness rose by a local act (shutdown),
+    // not its peer's: an epoll set that keeps idle connections armed and
+    // unscanned then looks at all of them again.
+    static uint64_t local_epoch() { return local_epoch_.load(std::memory_order_acquire); }
+    // fd identity: when the application closes the number this connection uses
+    // while it lives on, it switches to a private dup. False when no fd was left.
+    bool keep_own_fd();
+    // In a forked child (pthread_atfork, one thread): what the parent's other
+    // threads held when it forked (a reader or writer asleep holds its side's
+    // lock and the doorbell drain) is nobody's here; without this the child's
+    // first call on the connection waited for them for good.
+    void forget_other_threads();
+    // The socket's last fd is closed and no call is in progress: close the
+    // private dup, if any, and use no fd number from now on (calls get EBADF).
+    void retire_fd();
+    // `fd` was closed where the shim could not see it (a system call made
+    // without libc) and the kernel has handed the number out again: the
+    // connection stops using it at once (calls get EBADF, its last close
+    // touches no kernel socket), never reaching the number's new file.
+    void lose_fd_number(int fd);
+    bool holds_own_fd() const { return own_fd_; }
+    // The socket's inode (fstat at creation): its identity under any fd number,
+    // in any process that shares our memory (a vfork child after its dup2).
+    uint64_t socket_inode() const { return inode_; }
+    // SO_LINGER {1, 0} is set: the close must reset, not end, the stream.
+    bool abortive_close() const;
+
+    // shutdown(2) and the last close(2) of this connection. *kernel_carries
+    // (when given): the caller must also shut the kernel socket down (the
+    // stream's bytes still go over TCP); false when the ring carries the end.
+    int shutdown(int how, bool* kernel_carries = nullptr);
+    void close_last_reference();
+    // The process that owns the transport (set at upgrade). A forked child that
+    // inherits an upgraded connection must not touch its rings.
+    bool owned_by_this_process() const;
+
+    // One line: transport, role and bytes each way (plain bytes are counted by the shim).
+    std::string stats_line(uint64_t plain_tx, uint64_t plain_rx) const;
+    const char* transport_name() const { return phase() == Phase::upgraded ? transport_->name() : "tcp"; }
+    const std::string& fallback_reason() const { return fallback_reason_; }  // final once plain/failed
+    // How often a send found the ring full: TCP's SOCK_NOSPACE, after which
+    // freed space is a new EPOLLOUT edge.
+    uint64_t send_full_count() const { return send_full_.load(std::memory_order_relaxed); }
+
+private:
+    // Advances the handshake without blocking; true when it moved.
+    bool progress();
+    bool progress_locked(bool app_wants_to_write);
+    bool progress_client_offer();
+    bool progress_client_reply();
+    bool progress_server_hello(bool app_wants_to_write);
+    bool progress_server_ready();
+    bool progress_strip_hello();
+    // Server: fill `reply` with an RDMA ACCEPT (and set pending_) or a refusal reason.
+    void accept_rdma(const handshake::Message& hello, handshake::Message& reply);
+    // Blocks (honouring timeouts) until the handshake leaves its waiting phase.
+    bool settle(int flags, bool for_write);
+    size_t ring_readable(uint64_t* delivered);
+    // Peeks at the kernel buffer: the parsed message, or eof/empty.
+    handshake::ParseResult peek_message(bool* eof, bool* empty);
+    bool send_message(const handshake::Message& m);
+    bool consume(size_t n);
+    // The only writer of phase_: a move checked against connection_phase.hpp's
+    // table. start() is the set-up move of a connection no call has used yet.
+    void enter(Phase to);
+    void start(Phase to);
+    bool started_ = false;  // a call or a move has used the connection: start() no longer applies
+    void become_plain(const char* why);
+    void become_failed(const char* why);
+    void upgrade(std::unique_ptr<Transport> t);
+
+    // The downgrade (connection_downgrade.cpp). tx_enter/rx_enter bracket each
+    // ring write/read (holding write_mu_/read_mu_): they take the busy word of
+    // the direction and say whether the ring is still the way.
+    enum class Way : uint8_t { ring, tcp, wait };  // wait: we asked, the peer has not taken back yet
+    Way tx_enter_locked();
+    void tx_leave_locked();
+    Way rx_enter_locked();
+    void rx_leave_locked();
+    // Someone started the way back and this side has its part to do.
+    bool downgrade_due();
+    void serve_downgrade();
+    void take_back_locked();  // holding write_mu_ and writer_busy
+    ring::RingStatus write_fin_locked();  // holding write_mu_, on the ring: the end-of-stream record
+    void end_stream_locked();  // holding write_mu_: the end-of-stream record (or the kernel's FIN)
+    void finish_downgrade();  // both directions back: plain from now on
+    bool rx_back();
+    bool rx_waiting_back();
+    bool tx_back();
+    ssize_t tcp_send_locked(const iovec* iov, int iovcnt, int flags);
+    // One send or recv on the TCP socket, holding that direction's lock; its
+    // wait is a shim sleep that a signal ends (connection_tcp_io.cpp).
+    ssize_t tcp_io(bool write, const iovec* iov, int iovcnt, int flags);
+    // The kernel's sendmsg/recvmsg on the TCP socket, as the program called it.
+    ssize_t kernel_io(bool write, const iovec* iov, int iovcnt, int flags);
+    // MSG_PEEK | MSG_DONTWAIT of the TCP socket that leaves its pending error
+    // (a reset) to the program's next call (connection_tcp_io.cpp).
+    ssize_t peek_tcp(void* buf, size_t n);
+    std::string downgrade_why_;
+    // hand_over() has begun: whichever thread holds write_mu_ / read_mu_ does
+    // that side's part (a writer asleep on a full ring, a reader asleep on an
+    // empty one must not keep hand_over waiting for their locks).
+    std::atomic<bool> handing_over_{false};
+    std::atomic<bool> eos_after_calls_{false};  // closed while a send was in progress: retire_fd ends the stream
+    std::atomic<bool> tcp_only_{false};  // keep_on_tcp(): decline in-band offers
+    std::string tcp_only_why_;           // keep_on_tcp()'s reason, the statistics line's (set before tcp_only_)
+    // downgrade::lock, or a loud reset of the connection when the word stays taken.
+    bool lock_or_eagain(std::unique_lock<SideLock>& lk, int flags);
+    bool lock_ring_side(std::unique_lock<SideLock>& lk, int flags, bool reader, const CallTimeout& tmo);
+    bool lock_busy(std::atomic<int32_t>& word);
+    bool ask_pending();      // handing over, and our receives not yet asked for
+    void ask_locked();       // holding read_mu_: ask the peer for our receives
+    // The way back agreed in band (Transport::back_in_band, back_marker.hpp;
+    // RDMA): each side stops reading its ring and sends its reader's place in
+    // a marker on TCP; the peer's marker says where our resend starts.
+    bool in_band() const { return transport_ && transport_->back_in_band(); }
+    // Ours went out (our receive direction left `ring`, in state shared with
+    // forked children): the ring is no longer read; writes wait for the peer's place.
+    bool marker_out();
+    void send_marker();                     // once: freeze our reader, send its place
+    bool can_go_back();                     // in band, and a peer that can answer
+    void begin_way_back(const std::string& why);  // in band: starts it, does not wait
+    bool hand_over_in_band(const char* why);
+    // hand_over()'s two steps: `done` with the result in *result, or `waiting`
+    // for finish_hand_over() (the peer's part, then the switch).
+    enum class HandOver { done, waiting };
+    HandOver begin_hand_over(const char* why, bool* result);
+    bool finish_hand_over(const char* why);
+    void read_marker();                     // the drain found the marker's first byte
+    back_marker::Parse peek_marker(back_marker::Place& p);
+    // A byte on the TCP stream that nobody of ours wrote: reset both ends, loudly.
+    void reset_both(const char* why);
+    void reset_for_unread(size_t left, const char* when);  // a dead peer left ring bytes a hand-over cannot resend
+    // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way
+    // (random per connection, 0 = off); the downgrade stress test.
+    uint64_t handover_at_ = 0;
+    void fault_handover();
+
+    bool progress_rendezvous(bool may_syscall);
+    bool rendezvous_gave_up();  // client: stop waiting for an OFFER (count + time)
+    // Kernel I/O in the rv_* phases, counting the bytes that went over TCP.
+    ssize_t tcp_send(const iovec* iov, int iovcnt, int flags);
+    ssize_t tcp_recv(const iovec* iov, int iovcnt, int flags);
+    // Side-channel transports: this side's sends switch to the ring (once).
+    void switch_tx_locked();
+    // Whether the next received byte comes from TCP (the peer has not switched,
+    // or we have not yet read up to its switch offset).
+    bool rx_on_tcp();
+    bool tcp_readable();
+    ssize_t ring_send(const iovec* iov, int iovcnt, int flags);
+    ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
+    ssize_t recv_nothing(bool nonblocking);
+    void ring_doorbell();
+    bool transport_failed();
+    // A borrowed "may the call go on" predicate: no allocation, one indirect call.
+    struct ReadyRef {
+        bool (*fn)(const void*);
+        const void* ctx;
+        template <class F>
+        ReadyRef(const F& f) : fn([](const void* c) { return (*static_cast<const F*>(c))(); }), ctx(&f) {}
+        bool operator()() const { return fn(ctx); }
+    };
+    // Blocks (wait_engine.hpp) until `ready()` or the deadline; a signal ends
+    // it: interrupted, or restart where the kernel would restart the call
+    // (signal_restart.hpp). A restart goes back to the interposer, which lets
+    // go of every lock, runs the handlers held back meanwhile and calls again
+    // (shim/io_path.hpp): the handler's own calls see the connection free.
+    enum class Wait { ready, timeout, interrupted, restart };
+    Wait wait_for(ReadyRef ready, bool reader, int64_t timeout_us);
+    // A wait that did not end ready: -1 with its errno (EAGAIN after a socket
+    // timeout, EINTR, ERESTART for the interposer's restart).
+    static int wait_failed(Wait w);
+    struct Sleeper;  // its wait_engine hooks
+    int64_t timeout_for(bool write) const;
+
+    int fd_;
+    HandlerSafeMutex fd_mu_;
+    bool own_fd_ = false;  // fd_ is our private dup (keep_own_fd)
+    const Role role_;
+    std::atomic<bool> nonblocking_;
+    const Config& config_;
+    const SocketOps& ops_;
+    std::atomic<Phase> phase_{Phase::undecided};
+    // After every phase store (enter/start): rings every watcher's bell (phase_bell.hpp).
+    void ring_phase_bells();
+    HandlerSafeMutex bell_mu_;
+    std::vector<int> bells_;  // registered bells, one entry per registration
+    uint32_t offers_ = 0;
+    std::unique_ptr<Transport> transport_;
+    std::unique_ptr<Transport> pending_;  // server: created, waiting for READY
+    bool in_band_needs_rdma_ = false;     // in_band_only_with_rdma()
+    int64_t need_more_since_ms_ = 0;      // a partial handshake message arrived at
+    HandlerSafeMutex handshake_mu_;
+    // Whoever lets go of a direction wakes the calls waiting for it (side_lock.hpp).
+    static void wake_local_of(void* c) { static_cast<Connection*>(c)->wake_local(); }
+    SideLock read_mu_{wake_local_of, this}, write_mu_{wake_local_of, this};
+    // Held from a sleeper's last re-check until it has drained the doorbells it
+    // woke on, so no other thread can swallow its doorbell in between. A flag,
+    // not a mutex: an epoll set may take it in one thread and give it back in
+    // another.
+    std::atomic<bool> drain_owned_{false};
+    bool try_own_drain() { return !drain_owned_.exchange(true, std::memory_order_acquire); }
+    void release_drain() { drain_owned_.store(false, std::memory_order_release); }
+    // Several threads may sleep on one connection: the shared "wake me" flag is
+    // cleared only when the last of them stops waiting.
+    HandlerSafeMutex arm_mu_;
+    int reader_sleepers_ = 0, writer_sleepers_ = 0;
+    // False when the transport knows the peer already made progress: don't sleep.
+    bool arm_side(bool reader);
+    void disarm_side(bool reader);
+    // look_tcp=false: the caller's kernel wait saw the TCP socket quiet (skip the peek).
+    void drain_locked(bool look_tcp = true);
+    // The TCP socket ended with an error of its own (ETIMEDOUT...): reported once, as TCP does.
+    void socket_failed(int err);
+    // Takes the doorbells now (and a marker or EOF on the TCP socket) unless
+    // another thread owns the drain; false then.
+    bool drain_if_free();
+    // A sender's look at the TCP socket, at most once every kTcpLookCycles (ring_send).
+    void look_at_socket_now_and_then();
+    static constexpr uint64_t kTcpLookCycles = 2'000'000;  // ~1 ms at 2-3 GHz
+    uint64_t next_tcp_look_ = 0;  // time stamp counter; under write_mu_
+    std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
+    std::atomic<bool> peer_reset_{false};
+    std::atomic<bool> tcp_failed_{false};  // socket_failed: the kernel forgot the socket (no FIN at our close)
+    std::atomic<uint32_t> died_as_{0};      // note_reader_state: how a peer that never said goodbye ended (RingControl state)
+    std::atomic<uint64_t> data_end_{~uint64_t{0}};  // our end-of-stream record's place in the ring (end_stream_locked)
+    // TCP's sk_err after the peer's RST: the error the next failing call reports
+    // once (ECONNRESET, or EPIPE when the RST came after the peer's FIN); 0 when
+    // none is owed. POLLERR while one is.
+    std::atomic<int> pending_err_{0};
+    // The reset's error was reported: later reads see the end of the stream,
+    // as on TCP, unless the transport itself failed (always ECONNRESET then).
+    std::atomic<bool> reset_reported_{false};
+    std::atomic<int> taken_err_{0};  // what take_pending_err last took (owe_again gives back only that)
+    // POLLERR stands while an error is owed: the reset's (until reported or
+    // taken by SO_ERROR), a failed transport's always.
+    bool owes_error() { return !reset_reported_.load() || pending_err_.load() != 0 || transport_failed(); }
+    // The peer closed its socket (RingControl::reader_state) and a send went
+    // out since: the RST TCP would have drawn is here.
+    std::atomic<bool> sent_after_close_{false};
+    // The resets TCP would have seen by now (both below): `sent_now` when a
+    // send just put bytes in the ring.
+    void note_resets(bool sent_now = false);
+    // The reader's state the peer left in the ring we write (shared memory only).
+    void note_reader_state(bool sent_now);
+    bool peer_socket_gone();
+    bool peer_left_unread(RingControl& c);
+    bool peer_fin_seen();
+    // The peer's end as poll shows it (connection_end_window.cpp): TCP's FIN
+    // lands only behind bytes that fit the receive window, a ring holds far more.
+    bool peer_end_shown();
+    bool end_fits();
+    size_t unread_ahead();
+    size_t fin_window();
+    void show_end_if_due();  // a read that brought the end within the window wakes its waiters
+    std::atomic<uint32_t> fin_window_{0};  // the kernel socket's SO_RCVBUF, asked once
+    std::atomic<bool> end_hidden_{false};  // a look found the peer's end behind more than the window
+    // Shut both ways by our calls while the socket stays open: the ring's
+    // stream offset then (bytes read + unread); what lands past it resets the
+    // connection, as the RST TCP answers it with (shared memory only).
+    static constexpr uint64_t kNoCut = ~uint64_t{0};
+    std::atomic<uint64_t> rx_cut_{kNoCut};
+    void note_shut_both_ways();
+    void note_late_arrivals();
+    uint64_t rx_room();  // bytes a read may still take before the cut
+    uint64_t rx_arrived_look();
+    // At our last close: bytes left unread make TCP's close a RST.
+    bool unread_at_close();
+    bool closed_both_ways();  // stream_closed() without looking at the reader's state
+
+    std::atomic<bool> peer_fin_{false};  // side channel: the peer's FIN seen while its bytes still come over TCP
+    // A FIN while the peer's bytes still come over TCP may be a half-close: its
+    // reader then goes on. Only when its socket is gone (sock_diag; looked up at
+    // most every 100 ms) does a writer facing a full ring get EPIPE.
+    uint64_t peer_inode_ = 0;
+    std::atomic<bool> peer_gone_{false};
+    std::atomic<int64_t> fin_checked_us_{0};
+    bool fin_peer_gone();
+    // Nobody will ever read this ring again: the peer closed (or died).
+    bool reader_gone();
+    std::atomic<bool> failure_reported_{false};  // transport_failed() reset the connection
+    // shutdown() may come from another thread than the one blocked in a call.
+    std::atomic<bool> shut_rd_{false}, shut_wr_{false};
+    // A local act raised readiness (shutdown): wake this side's own sleepers.
+    void wake_local();
+    int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
+    int owner_pid_ = 0;
+    uint64_t fork_gen_ = 0;  // fork_generation() when owner_pid_ was set
+    // The process that runs the rendezvous, and its fork count then: a fork
+    // while the rendezvous is under way may leave two processes writing the
+    // socket, and the switch offset would count only one's bytes.
+    int rv_pid_ = 0;
+    uint64_t rv_gen_ = 0;
+    void claim_rendezvous();
+    bool forked_during_rendezvous();
+    bool forked_since_rendezvous() const;  // this process forked (or is a child) since claim_rendezvous()
+    uint64_t inode_ = 0;
+    OwnerWritten<uint64_t> tx_bytes_{0}, rx_bytes_{0};  // through the rings (stats and edge counts look unlocked)
+    std::unique_ptr<ShmRendezvous> rv_;
+    uint64_t tcp_tx_ = 0;                 // bytes sent over TCP before the ring took over
+    std::atomic<uint64_t> tcp_rx_{0};     // bytes received over TCP (side-channel path)
+    bool tx_switched_ = false;
+    std::atomic<uint64_t> rx_switch_at_{~0ull};  // the peer's switch offset, latched
+    bool side_tried_ = false;
+    std::atomic<bool> upgraded_once_{false};  // upgrade() ran (in band)
+    int rv_calls_ = 0;                    // client: calls made while waiting for an OFFER
+    int64_t rv_since_us_ = 0;             // client: when it began waiting (steady clock)
+    std::atomic<uint64_t> send_full_{0};
+    std::string fallback_reason_;
+    SpinPolicy spin_;
+    static inline std::atomic<uint64_t> local_epoch_{0};
+};
+
+
+}  // namespace rdmasock

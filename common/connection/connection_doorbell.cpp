@@ -1,0 +1,394 @@
+// Doorbells, waiting and readiness of a connection that holds rings
+// (docs/waiting.md). The wait itself is wait_engine.hpp's; this file supplies
+// what one connection looks at: its ring, its TCP socket, its eventfd.
+#include "connection/connection_detail.hpp"
+
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "sys/interruptible_sleep.hpp"
+#include "base/log.hpp"
+#include "wait/phase_bell.hpp"
+#include "sys/signal_restart.hpp"
+#include "wait/wait_engine.hpp"
+
+namespace rdmasock {
+
+using namespace detail;
+
+// ---------------------------------------------------------------- doorbells
+
+void Connection::ring_doorbell() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Every transport has a doorbell of its own (an eventfd, a WRITE WITH
+    // IMMEDIATE): after the switch, bytes on the TCP stream are data only.
+    if (transport_->take_peer_reader_waiting()) transport_->ring_peer();
+}
+
+void Connection::wake_local() {
+    // Our own eventfd: every sleeper of this side waits on it (blocked calls,
+    // poll, an epoll set that keeps the connection cold).
+    if (transport_ && transport_->wake_self() && transport_->self_wake_fd() < 0) return;
+    // An epoll set keeps no fd of ours for a cold connection, nor RDMA's
+    // self_wake_fd for any: it looks at all of them again.
+    local_epoch_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// ---------------------------------------------------------------- phase bells
+
+void Connection::ring_phase_bells() {
+    // After the phase's store (enter/start): a sleeper registered before our
+    // lock is rung; one that registers after it sees the new phase in its
+    // re-check (phase_bell.hpp).
+    std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
+    for (int b : bells_) bell::ring(b);
+}
+
+void Connection::watch_phase(int bell) {
+    std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
+    bells_.push_back(bell);
+}
+
+void Connection::unwatch_phase(int bell) {
+    std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
+    // After this no ring reaches `bell` from here: its owner may close it.
+    if (auto it = std::find(bells_.begin(), bells_.end(), bell); it != bells_.end()) bells_.erase(it);
+}
+
+bool Connection::arm_side(bool reader) {
+    signals::DeferHandlers held;  // a handler on this thread must not wait for arm_mu_ (signal_seen.hpp)
+    std::lock_guard<HandlerSafeMutex> lk(arm_mu_);
+    if (reader) return ++reader_sleepers_, transport_->arm_reader(true);
+    return ++writer_sleepers_, transport_->arm_writer(true);
+}
+
+void Connection::disarm_side(bool reader) {
+    signals::DeferHandlers held;  // a handler on this thread must not wait for arm_mu_ (signal_seen.hpp)
+    std::lock_guard<HandlerSafeMutex> lk(arm_mu_);
+    if (reader) {
+        if (--reader_sleepers_ == 0) transport_->arm_reader(false);
+    } else if (--writer_sleepers_ == 0) {
+        transport_->arm_writer(false);
+    }
+}
+
+// Takes the doorbells that woke us (the eventfd, or the completion channel's
+// event) and notes the peer's FIN.
+void Connection::drain_locked(bool look_tcp) {
+    transport_->drain_wake();
+    // The socket's end is known: a reset or error taken (pending_err_ holds it
+    // for the program), or its EOF. Another look would find the closed socket's
+    // EOF and make a reset an end of stream.
+    if (peer_closed_.load() || peer_reset_.load()) return;
+    // The kernel wait saw the socket quiet: a FIN or byte arriving since makes it
+    // readable, and the next wait sees that.
+    if (!look_tcp && !rx_on_tcp()) return;
+    if (rx_on_tcp()) {
+        // The peer's bytes before its switch are still there: look, do not take.
+        // A FIN tells a writer that nobody may read its ring any more.
+        pollfd p{fd_, POLLRDHUP, 0};
+        if (ops_.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) peer_fin_.store(true);
+        return;
+    }
+    char b;
+    ssize_t n = ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) {
+        RS_LOG(debug, "fd %d: peer closed its socket", fd_);
+        peer_closed_.store(true);
+        if (in_band()) {
+            // Our marker will get no answer: what landed in our ring is the
+            // peer's last data, read on from where our reader stopped.
+            uint32_t asked = RingControl::asked;
+            transport_->rx_control()->back_state.compare_exchange_strong(asked, RingControl::ring);
+        }
+    } else if (n > 0 && rx_back()) {
+        // The peer took its direction back to TCP between our two looks.
+    } else if (n > 0 && in_band() && static_cast<uint8_t>(b) == back_marker::kFirstByte) {
+        read_marker();  // the peer starts the way back (connection_downgrade_inband.cpp)
+    } else if (n > 0) {
+        // Nothing of ours: a path around the shim wrote it, and no order with
+        // the ring's bytes can be established. Never dropped, never read out of order.
+        reset_both("bytes on the TCP stream after the switch to the ring (written around the shim)");
+    } else if (errno == ECONNRESET) {
+        // The peer's RST (SO_LINGER 0, or unread data at its close): ECONNRESET
+        // for our reader, not EOF, as TCP reports it (our peek took the
+        // kernel's error: it is ours to report once). After the peer's FIN
+        // (its end-of-stream record landed: CLOSE_WAIT) tcp_reset says EPIPE;
+        // after both FINs, nothing.
+        const bool fin = peer_fin_seen();
+        if (!peer_reset_.exchange(true) && !(fin && shut_wr_)) pending_err_.store(fin ? EPIPE : ECONNRESET);
+    } else if (errno == EBADF || errno == ENOTSOCK || errno == ENOMEM || errno == ENOBUFS) {
+        // The call's own failure, not the connection's (a retired fd number).
+        peer_reset_.store(true);
+        peer_closed_.store(true);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        socket_failed(errno);
+    }
+}
+
+// The TCP socket under the rings ended with an error of its own (keepalive or
+// TCP_USER_TIMEOUT gave up: ETIMEDOUT; an ICMP error made hard by IP_RECVERR).
+// TCP reports it once, after the bytes that had arrived, then EOF; never an
+// EOF alone, which would make a cut stream look complete. The kernel forgot
+// the socket, so the peer's next segment draws a RST: over shared memory its
+// writer reads that in the ring it writes (RingControl::gone); over RDMA its
+// next write after our close finds no queue pair, and a NIC fails it after
+// its retries: the way back to TCP meets the RST (rxe retries for good).
+void Connection::socket_failed(int err) {
+    RS_LOG(info, "fd %d: the TCP socket under the ring failed: %s", fd_, strerror(err));
+    tcp_failed_.store(true);
+    if (!peer_reset_.exchange(true)) pending_err_.store(err);
+    if (RingControl* c = transport_->rx_control()) c->reader_state.store(RingControl::gone, std::memory_order_release);
+    wake_local();
+}
+
+bool Connection::drain_if_free() {
+    if (!try_own_drain()) return false;
+    drain_locked();
+    release_drain();
+    return true;
+}
+
+// A peer that died (its kernel's FIN, or RST where it left our bytes unread)
+// says so only on the TCP socket, which a program that only sends never has
+// us read: TCP's send after the RST fails, ours went on into a ring nobody
+// reads. Looked at now and then (a peek costs a system call, a send on the
+// ring none), the FIN or RST reaches the sender as if it had travelled about
+// a millisecond longer.
+void Connection::look_at_socket_now_and_then() {
+    if (peer_closed_.load(std::memory_order_relaxed) || peer_reset_.load(std::memory_order_relaxed)) return;
+    const uint64_t now = __rdtsc();
+    if (now < next_tcp_look_) return;
+    next_tcp_look_ = now + kTcpLookCycles;
+    drain_if_free();
+}
+
+// ---------------------------------------------------------------- blocking calls
+
+// wait_engine hooks for one blocking send or recv on this connection.
+struct Connection::Sleeper {
+    Connection& c;
+    ReadyRef ready;
+    bool reader;
+    bool owned = false;
+    bool tcp_quiet = false;  // the last kernel wait saw only the doorbell
+    Phase phase = Phase::undecided;  // at the arm
+    int bell = -1;                   // this thread's, registered while the phase may change (phase_bell.hpp)
+    bool bell_rang = false;
+
+    int check() { return ready() ? 1 : 0; }
+    bool peek() { return ready(); }
+    uint32_t spin_budget_us() { return c.spin_.budget_us(); }
+    bool learns() { return c.spin_.learns(); }
+    wait::Armed arm() {
+        phase = c.phase();
+        bool may_sleep = c.arm_side(reader);
+        owned = c.try_own_drain();
+        wait::Armed a{may_sleep, owned, c.max_sleep_us(reader ? POLLIN : POLLOUT)};
+        if (Connection::phase_may_change(phase)) {
+            bell = bell::thread_bell();
+            if (bell >= 0) c.watch_phase(bell);
+            else a.max_sleep_us = wait::kNapUs;  // no bell: look again now and then
+        }
+        return a;
+    }
+    // Another thread may switch the connection meanwhile: the wait set changes.
+    bool changed() { return ready() || c.phase() != phase; }
+    int sleep(int64_t timeout_us, const signals::Seen& since) {
+        // The TCP socket (the peer's bytes before its switch, its
+        // FIN or RST), the transport's eventfd, if it has one, and the bell.
+        pollfd p[4] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}, {c.transport_->self_wake_fd(), POLLIN, 0},
+                       {bell, POLLIN, 0}};
+        if (p[1].fd >= 0) {
+            if (c.peer_closed_.load() || (!reader && c.peer_fin_.load()))
+                p[0].fd = -1;  // its EOF stays readable: no busy loop
+            // A writer while the peer's bytes still come over TCP: only its FIN matters
+            // (unread data there would wake us for nothing, again and again).
+            else if (!reader && c.rx_on_tcp()) p[0].events = POLLRDHUP;
+        }
+        int rc = sleep::poll(p, bell >= 0 ? 4 : p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, timeout_us, nullptr, since);
+        // Only a doorbell fired: its drain need not look at the TCP socket.
+        tcp_quiet = rc > 0 && p[1].fd >= 0 && p[0].revents == 0;
+        bell_rang = rc > 0 && bell >= 0 && p[3].revents != 0;
+        return rc;
+    }
+    void settle(int rc, bool) {
+        if (owned) {
+            if (rc > 0) c.drain_locked(!tcp_quiet);
+            c.release_drain();
+        }
+        c.disarm_side(reader);
+        if (bell >= 0) {
+            c.unwatch_phase(bell);
+            if (bell_rang) bell::drain(bell);
+        }
+        bell = -1;
+        bell_rang = false;
+    }
+    void learn(int64_t waited_us, bool) { c.spin_.record(waited_us); }
+};
+
+Connection::Wait Connection::wait_for(ReadyRef ready, bool reader, int64_t timeout_us) {
+    Sleeper s{*this, ready, reader};
+    for (;;) {
+        const signals::Seen since = signals::seen();
+        int rc = wait::run(s, timeout_us, since);
+        if (rc > 0) return Wait::ready;
+        if (rc == 0) return Wait::timeout;
+        if (errno == EINTR) return signal_restarts_call(since, timeout_us > 0) ? Wait::restart : Wait::interrupted;
+        // Any other failure of the kernel wait: look again.
+    }
+}
+
+int Connection::wait_failed(Wait w) {
+    errno = w == Wait::timeout ? EAGAIN : w == Wait::restart ? ERESTART : EINTR;
+    return -1;
+}
+
+// ---------------------------------------------------------------- poll and epoll
+
+uint32_t Connection::state_changes() {
+    if (!transport_) return 0;
+    const bool fin = peer_end_shown(), reset = peer_reset_.load();
+    return (shut_wr_ ? 1u : 0u) | (shut_rd_ ? 2u : 0u) | (fin || reset ? 4u : 0u) | (fin && reset ? 8u : 0u);
+}
+
+short Connection::ready_events(short wanted, short* kernel_events) {
+    *kernel_events = 0;
+    const short in = wanted & (POLLIN | POLLRDNORM);
+    const short out = wanted & (POLLOUT | POLLWRNORM);
+    // A reset shuts both directions (tcp_reset): everything reads, RDHUP too.
+    const short reset_events = static_cast<short>(POLLERR | POLLHUP | in | (wanted & POLLRDHUP));
+    // Both directions shut (ours for writing; ours for reading or the peer's
+    // end): POLLHUP, which TCP reports whether asked for or not.
+    auto both_shut = [&](bool peer_ended) { return shut_wr_ && (shut_rd_ || peer_ended); };
+    switch (phase()) {
+        case Phase::plain:
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered: *kernel_events = wanted; return 0;
+        case Phase::rv_accepted: {
+            // Both directions still on TCP; the server may switch any moment (wake fd).
+            pollfd p{fd_, wanted, 0};
+            ops_.poll(&p, 1, 0);
+            *kernel_events = wanted;
+            return p.revents;
+        }
+        case Phase::failed: return static_cast<short>(reset_events | out);
+        case Phase::upgraded: break;
+        case Phase::undecided:
+            if (role_ == Role::client) {
+                *kernel_events = POLLOUT;  // still connecting
+                return 0;
+            }
+            [[fallthrough]];
+        case Phase::strip_hello:
+            // A server may write before the client spoke (its bytes go out on TCP):
+            // a fresh connection is writable; reads wait for the first bytes.
+            *kernel_events = POLLIN;
+            return out;
+        default: *kernel_events = POLLIN; return 0;  // waiting for a handshake reply
+    }
+    *kernel_events = POLLIN;  // doorbells and EOF
+    short r = 0;
+    if (transport_->wake_fd() >= 0) {
+        if (peer_closed_.load()) *kernel_events = 0;  // its EOF stays readable: no busy loop
+        if (rx_on_tcp()) {
+            // Only what the app waits for: a FIN kept readable would wake a writer for nothing.
+            *kernel_events = in ? POLLIN : (peer_fin_.load() ? 0 : POLLRDHUP);
+            // The peer's bytes before its switch are still on TCP.
+            // Sends back on TCP (connection_downgrade.cpp): the kernel says when it may write.
+            const short kout = tx_back() ? out : 0;
+            if (kout) *kernel_events |= kout;
+            pollfd p{fd_, static_cast<short>(in | kout | (wanted & POLLRDHUP)), 0};
+            ops_.poll(&p, 1, 0);
+            r |= p.revents;
+            if (out && !kout && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
+            // Our SHUT_WR went into the ring, not the kernel: its POLLHUP is ours to add.
+            if (both_shut(peer_closed_.load() || peer_fin_.load())) r |= POLLHUP;
+            // The peer's end, not before TCP's FIN would have landed (connection_end_window.cpp).
+            if ((r & (POLLRDHUP | POLLHUP)) && !(r & POLLERR) && !shut_rd_ && !end_fits())
+                r &= static_cast<short>(~(POLLRDHUP | POLLHUP));
+            if (peer_reset_.load()) r |= reset_events;
+            return r;
+        }
+    }
+    if (out && tx_back()) {
+        // Our sends are back on TCP (connection_downgrade.cpp), our receives not yet:
+        // the kernel says when we may write; the ring, whether there is more to read.
+        *kernel_events |= out;
+        pollfd p{fd_, out, 0};
+        ops_.poll(&p, 1, 0);
+        r |= static_cast<short>(p.revents & (out | POLLERR | POLLHUP));
+        wanted &= static_cast<short>(~out);
+    }
+    const short out_left = wanted & (POLLOUT | POLLWRNORM);
+    // We asked the peer to send our unread ring bytes again over TCP: until it
+    // has, nothing is readable (the ring's bytes are no longer ours to read).
+    auto st = rx_waiting_back() ? ring::RingStatus::would_block : transport_->reader().poll();
+    note_resets();
+    const bool closed = peer_closed_.load(), reset = peer_reset_.load() || transport_failed();
+    // Asked at most once per look: past the peer's FIN it walks the ring.
+    int end_shown = -1;
+    auto end_shown_now = [&] {
+        if (end_shown < 0) end_shown = peer_end_shown() ? 1 : 0;
+        return end_shown == 1;
+    };
+    if (st == ring::RingStatus::ok) {
+        r |= in;
+        // TCP reports the peer's FIN as soon as it arrives, even behind unread
+        // data, once no more than its receive window is unread ahead of it.
+        if ((wanted & POLLRDHUP) && end_shown_now()) r |= POLLRDHUP;
+    }
+    else if (st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block))
+        r |= static_cast<short>(in | (wanted & POLLRDHUP));
+    else if (st == ring::RingStatus::broken) r |= static_cast<short>(in | POLLERR);
+    // In band, between our marker and the peer's, a write would only wait.
+    const bool tx_waits = marker_out() && !tx_back();
+    // Shut for writing: writable, the write fails with EPIPE (as tcp_poll says).
+    if (out_left && (closed || reset || shut_wr_ || (!tx_waits && (transport_->writer().writable() || fin_peer_gone()))))
+        r |= out_left;
+    if (reset) r |= static_cast<short>(owes_error() ? reset_events : reset_events & ~POLLERR);  // TCP's sk_err
+    if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
+    if (shut_wr_ && (shut_rd_ || st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block) || end_shown_now()))
+        r |= POLLHUP;
+    return r;
+}
+
+int Connection::arm(short wanted, bool* may_sleep) {
+    if (phase() == Phase::rv_accepted) {  // only our reader can be woken by the ring yet
+        if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) return *may_sleep &= arm_side(true), 1;
+        return 0;
+    }
+    if (phase() != Phase::upgraded) return 0;
+    int token = 0;
+    if (wanted & (POLLIN | POLLRDNORM | POLLRDHUP)) *may_sleep &= arm_side(true), token |= 1;
+    if (wanted & (POLLOUT | POLLWRNORM)) *may_sleep &= arm_side(false), token |= 2;
+    return token;
+}
+
+int64_t Connection::max_sleep_us(short wanted) {
+    constexpr int64_t kPeerGoneCheckUs = 100000;  // fin_peer_gone() looks at most this often
+    if ((wanted & (POLLOUT | POLLWRNORM)) && peer_fin_.load() && !peer_gone_.load()) return kPeerGoneCheckUs;
+    return -1;
+}
+
+void Connection::disarm(int token) {
+    if (token & 1) disarm_side(true);
+    if (token & 2) disarm_side(false);
+}
+
+Connection::Drain Connection::try_begin_sleep() {
+    if (!has_rings(phase())) return Drain::none;
+    return try_own_drain() ? Drain::owned : Drain::busy;
+}
+
+void Connection::end_sleep(Drain d) {
+    if (d != Drain::owned) return;
+    if (has_rings(phase())) drain_locked();
+    release_drain();
+}
+
+}  // namespace rdmasock

@@ -1,0 +1,367 @@
+// The way back from the rings to the TCP socket, as the Connection drives it
+// (the protocol itself: downgrade.hpp; docs/protocol.md, "Downgrade").
+//
+// Who does what: the side whose socket is about to leave the shim's hands
+// calls hand_over(): it takes back its own sends at once and asks the peer to
+// take back the peer's. The peer does its part at its next look at the
+// connection (a call, or poll/epoll woken by the doorbell): serve_downgrade().
+// Each side turns plain once both of its directions are back.
+#include "connection/connection_detail.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ring/downgrade.hpp"
+#include "shm/leftover.hpp"
+#include "base/log.hpp"
+#include "sys/thread_cancel.hpp"
+
+namespace rdmasock {
+
+using namespace detail;
+using downgrade::state, downgrade::kRing, downgrade::kAsked, downgrade::kBack;
+
+// A peer gone before its take-back (its socket ended): the ring's `left`
+// unread bytes are final. Read them out (the caller holds reader_busy) and keep
+// them beside the socket (leftover.hpp); the kernel's end follows them.
+static bool keep_leftover(ring::RingReader& rd, RingControl& rc, uint64_t inode, size_t left) {
+    std::vector<uint8_t> bytes(left);
+    size_t got = 0;
+    while (got < left) {
+        auto r = rd.read(bytes.data() + got, left - got);
+        got += r.bytes;
+        if (r.bytes == 0 || r.fault || r.status != ring::RingStatus::ok) break;
+    }
+    if (got != left || !leftover::keep(inode, bytes.data(), left)) return false;
+    rc.read_pos.store(rd.consumed(), std::memory_order_release);
+    rc.read_partial.store(rd.partial(), std::memory_order_release);
+    RS_LOG(info, "the peer's socket ended before it took back; its %zu unread ring bytes are kept for the socket's next reader", left);
+    return true;
+}
+
+bool Connection::tx_back() {
+    auto* c = transport_->tx_control();
+    return c && state(*c) == kBack;
+}
+
+bool Connection::rx_back() {
+    auto* c = transport_->rx_control();
+    return c && state(*c) == kBack;
+}
+
+bool Connection::rx_waiting_back() {
+    auto* c = transport_->rx_control();
+    return c && state(*c) == kAsked;
+}
+
+bool Connection::downgrade_due() {
+    if (!has_rings(phase())) return false;
+    auto* t = transport_->tx_control();
+    if (!t) return false;
+    const auto ts = state(*t), rs = state(*transport_->rx_control());
+    // The peer asked for our sends, or took its own back (the whole connection
+    // goes), or both are back and only the phase is left to change.
+    return ts == kAsked || (ts == kRing && rs == kBack) || (ts == kBack && rs == kBack);
+}
+
+void Connection::serve_downgrade() {
+    if (!downgrade_due()) return;
+    if (!owned_by_this_process()) {
+        hand_over("a forked child used the connection");
+        return;
+    }
+    {
+        // A thread holding write_mu_ is a writer; its wait wakes on the same
+        // doorbell and serves the take-back itself.
+        std::unique_lock<SideLock> wl(write_mu_, std::try_to_lock);
+        if (!wl.owns_lock()) return;
+        if (!tx_back()) {
+            auto* c = transport_->tx_control();
+            if (!lock_busy(c->writer_busy)) return;
+            take_back_locked();
+            downgrade::unlock(c->writer_busy);
+        }
+    }
+    finish_downgrade();
+}
+
+void Connection::take_back_locked() {
+    auto* c = transport_->tx_control();
+    if (state(*c) == kBack) return;
+    // In band, the peer's place comes with its marker (asked); until then there
+    // is no take-back to make.
+    if (in_band() && state(*c) == kRing) return;
+    struct Out final : downgrade::Resend {
+        Connection& conn;
+        explicit Out(Connection& c) : conn(c) {}
+        bool send_all(const void* data, size_t len) override {
+            signals::HandlersNow now;  // blocks while the peer does not read (tcp_send_locked)
+            return send_all_ours(conn.ops_, conn.fd_, data, len);
+        }
+        void end_of_stream() override {}
+    } out(*this);
+    const int saved = errno;
+    auto& w = transport_->writer();
+    auto t = in_band() ? downgrade::take_back_until(*c, transport_->tx_ring(), w.capacity(), transport_->tx_end(), out)
+                       : downgrade::take_back(*c, transport_->tx_ring(), w.capacity(), current_pid(), out);
+    if (!t.ok) {
+        // A ring that fails validation or a socket gone mid-resend: the stream
+        // cannot continue in order. Loudly, as TCP reports a broken connection.
+        RS_LOG(error, "fd %d: taking the ring back to tcp failed (%s); resetting", fd_, t.err.c_str());
+        if (in_band()) {
+            reset_both("the take-back failed");  // a RST: after our marker, TCP bytes are data
+        } else {
+            peer_reset_.store(true);
+            kernel_shutdown(fd_, SHUT_RDWR);
+        }
+    } else {
+        RS_LOG(info, "fd %d: sends back on tcp, %llu unread ring bytes sent again there%s", fd_,
+               static_cast<unsigned long long>(t.resent), t.fin ? ", then the end of stream" : "");
+        // The FIN we had put in the ring (or meant to) becomes the kernel's.
+        if (t.fin || shut_wr_.load()) kernel_shutdown(fd_, SHUT_WR);
+    }
+    errno = saved;
+    transport_->ring_peer();  // its reader looks at the state, its writer takes back its own
+}
+
+Connection::Way Connection::tx_enter_locked() {
+    auto* c = transport_->tx_control();
+    if (!c) return Way::ring;
+    if (!lock_busy(c->writer_busy)) return Way::tcp;  // reset: the kernel answers EPIPE
+    if (in_band() && state(*c) == kRing) {
+        if (!marker_out()) return Way::ring;
+        // Our marker is out: the peer's says where our take-back starts.
+        downgrade::unlock(c->writer_busy);
+        return Way::wait;
+    }
+    if (state(*c) == kRing && state(*transport_->rx_control()) != kBack && !handing_over_.load(std::memory_order_relaxed))
+        return Way::ring;
+    take_back_locked();
+    downgrade::unlock(c->writer_busy);
+    return Way::tcp;
+}
+
+void Connection::tx_leave_locked() {
+    auto* c = transport_->tx_control();
+    if (!c) return;
+    downgrade::unlock(c->writer_busy);
+    // A reader that asked while we wrote (it saw us busy and waits): serve it now
+    // if we see it; if this load runs ahead of the unlock and misses it, our next
+    // look at the connection does (the reader rang our doorbell).
+    if (state(*c) != kRing || state(*transport_->rx_control()) == kBack) {
+        if (!lock_busy(c->writer_busy)) return;
+        take_back_locked();
+        downgrade::unlock(c->writer_busy);
+    }
+}
+
+bool Connection::lock_busy(std::atomic<int32_t>& word) {
+    if (downgrade::lock(word, current_pid())) return true;
+    RS_LOG(error, "fd %d: a busy word of the shared rings stayed taken by pid %d for 5 s (a hostile peer or a stopped process); resetting",
+           fd_, word.load());
+    peer_reset_.store(true);
+    kernel_shutdown(fd_, SHUT_RDWR);
+    wake_local();
+    return false;
+}
+
+bool Connection::ask_pending() {
+    // In band, hand_over() sends the marker itself (no read_mu_ needed).
+    if (!handing_over_.load(std::memory_order_relaxed) || in_band()) return false;
+    auto* c = transport_->rx_control();
+    return c && state(*c) == kRing;
+}
+
+void Connection::ask_locked() {
+    auto* rc = transport_->rx_control();
+    if (!lock_busy(rc->reader_busy)) return;
+    auto& rd = transport_->reader();
+    rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+    auto s = downgrade::ask(*rc);
+    if (s == kAsked && downgrade::writer_idle(*rc) && rd.poll() == ring::RingStatus::would_block)
+        s = downgrade::complete_alone(*rc);
+    downgrade::unlock(rc->reader_busy);
+    if (s != kBack) transport_->ring_peer();  // its writer takes back at its next look
+}
+
+Connection::Way Connection::rx_enter_locked() {
+    auto* c = transport_->rx_control();
+    if (!c) return Way::ring;
+    if (ask_pending()) ask_locked();
+    if (!lock_busy(c->reader_busy)) return Way::tcp;  // reset: the kernel answers
+    const auto s = state(*c);
+    if (s == kRing) {
+        // Another process sharing the ring (a forked copy) may have read since.
+        auto& rd = transport_->reader();
+        const uint64_t pos = c->read_pos.load(std::memory_order_acquire);
+        const uint32_t part = c->read_partial.load(std::memory_order_acquire);
+        if (rd.consumed() != pos || rd.partial() != part) rd.seek(pos, part);
+        return Way::ring;
+    }
+    downgrade::unlock(c->reader_busy);
+    return s == kBack ? Way::tcp : Way::wait;
+}
+
+void Connection::rx_leave_locked() {
+    auto* c = transport_->rx_control();
+    if (!c) return;
+    auto& rd = transport_->reader();
+    c->read_pos.store(rd.consumed(), std::memory_order_release);
+    c->read_partial.store(rd.partial(), std::memory_order_release);
+    downgrade::unlock(c->reader_busy);
+}
+
+void Connection::finish_downgrade() {
+    const Phase ph = phase();
+    if (ph != Phase::upgraded && ph != Phase::rv_accepted) return;
+    if (!tx_back() || !rx_back()) return;
+    std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+    if (phase() != ph) return;
+    fallback_reason_ = downgrade_why_.empty() ? "the peer handed the stream back to tcp" : "handed back to tcp: " + downgrade_why_;
+    if (rv_) rv_->close();
+    enter(Phase::plain);
+    RS_LOG(info, "fd %d: back on tcp (%s)", fd_, fallback_reason_.c_str());
+    wake_local();  // sleepers of this side look again: the kernel answers now
+}
+
+bool Connection::keep_on_tcp(const char* why) {
+    if (!mark_tcp_only(why)) return false;
+    hand_over(why);
+    return true;
+}
+
+bool Connection::mark_tcp_only(const char* why) {
+    if (!tcp_only_.load()) tcp_only_why_ = why;
+    tcp_only_.store(true);
+    // In band (RDMA) the way back waits in this call for the peer's marker, which
+    // it sends at its next call: a peer waiting for our next message never would.
+    if (in_band() && has_rings(phase())) {
+        RS_LOG(warn, "fd %d: %s is not honoured on an rdma connection (the way back would wait for the peer)", fd_, why);
+        return false;
+    }
+    return true;
+}
+
+bool Connection::hand_over(const char* why) {
+    bool result = true;
+    if (begin_hand_over(why, &result) == HandOver::done) return result;
+    return finish_hand_over(why);
+}
+
+// Every first step before any wait: the peer whose part one of them waits for
+// may be another of them (both ends of a connection in this process), and its
+// first step is what serves that part.
+void Connection::hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why) {
+    std::vector<Connection*> seen, waiting;
+    for (auto& c : cs) {
+        if (!c || std::find(seen.begin(), seen.end(), c.get()) != seen.end()) continue;  // dup'd fds share one
+        seen.push_back(c.get());
+        bool result = true;
+        if (c->begin_hand_over(why, &result) == HandOver::waiting) waiting.push_back(c.get());
+    }
+    for (Connection* c : waiting) c->finish_hand_over(why);
+}
+
+Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) {
+    cancel::Shield shield;  // its waits are not cancellation points (thread_cancel.hpp)
+    auto done = [result](bool r) {
+        *result = r;
+        return HandOver::done;
+    };
+    while (progress()) {}  // a rendezvous the server has switched becomes `upgraded`
+    switch (phase()) {
+        case Phase::rv_listen:
+        case Phase::rv_pending:
+        case Phase::rv_offered: {
+            // No ring yet: every byte is on TCP; make sure none ever moves.
+            signals::DeferHandlers held;  // a handler on this thread must not wait for handshake_mu_
+            std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+            const Phase p = phase();
+            if (p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered) become_plain(why);
+            return done(true);
+        }
+        case Phase::upgraded:
+        case Phase::rv_accepted: break;
+        default: return done(true);  // plain or failed: the kernel has it all
+    }
+    if (in_band()) return done(hand_over_in_band(why));
+    if (!transport_->tx_control()) {
+        RS_LOG(warn, "fd %d: a %s connection cannot go back to tcp (%s): its bytes stay with this process", fd_,
+               transport_->name(), why);
+        return done(false);
+    }
+    {
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+        if (downgrade_why_.empty()) downgrade_why_ = why;
+    }
+    RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);
+    auto* rc = transport_->rx_control();
+    handing_over_.store(true, std::memory_order_seq_cst);
+    // Our sends go back at once, with what the peer had not read; our receives
+    // are asked for. A thread holding write_mu_ or read_mu_ (asleep on a full
+    // or empty ring) does its side itself (tx_enter / rx_enter): wake it.
+    for (;;) {
+        if (!tx_back()) {
+            std::unique_lock<SideLock> wl(write_mu_, std::try_to_lock);
+            if (wl.owns_lock()) {
+                auto* c = transport_->tx_control();
+                if (!lock_busy(c->writer_busy)) return done(false);
+                take_back_locked();
+                downgrade::unlock(c->writer_busy);
+            }
+        }
+        if (state(*rc) == kRing) {
+            std::unique_lock<SideLock> rl(read_mu_, std::try_to_lock);
+            if (rl.owns_lock()) ask_locked();
+        }
+        if (tx_back() && state(*rc) != kRing) break;
+        if (peer_reset_.load()) return done(false);  // a busy word stayed taken: reset
+        wake_local();
+        nap_for_peer([] { usleep(200); });
+    }
+    return HandOver::waiting;
+}
+
+// The peer's part, then the switch.
+bool Connection::finish_hand_over(const char* why) {
+    cancel::Shield shield;
+    auto* rc = transport_->rx_control();
+    if (state(*rc) != kBack) {
+        // The peer's part: it takes back at its next look at the connection.
+        const int64_t start = now_us();
+        int64_t next_note = start + 5000000;
+        while (state(*rc) != kBack) {
+            pollfd p[2] = {{transport_->wake_fd(), POLLIN, 0}, {fd_, POLLRDHUP, 0}};
+            nap_for_peer([&] { ops_.poll(p, 2, 100); });
+            if (p[0].revents & POLLIN) transport_->drain_wake();
+            if (state(*rc) == kBack) break;
+            if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                // The peer's socket ended without its part: a peer that closes
+                // serves the take-back first, so it died. What is left in the
+                // ring has nobody to send it again.
+                // (Not read_mu_: a reader of ours may sleep holding it, waiting for this.)
+                if (!lock_busy(rc->reader_busy)) return false;
+                ring::RingReader& rd = transport_->reader();
+                rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+                const size_t left = rd.readable_bytes();
+                // Nobody can put them on the TCP socket again: we take them
+                // ourselves, for whoever reads the socket next (leftover.hpp).
+                const bool kept = left == 0 || keep_leftover(rd, *rc, socket_inode(), left);
+                rc->back_state.store(kBack, std::memory_order_seq_cst);
+                downgrade::unlock(rc->reader_busy);
+                if (!kept) reset_for_unread(left, "before it took back its unread bytes");
+                break;
+            }
+            if (now_us() >= next_note) {
+                RS_LOG(warn, "fd %d: still waiting for the peer to take back the bytes it wrote (%s); it does at its next call",
+                       fd_, why);
+                next_note += 5000000;
+            }
+        }
+    }
+    finish_downgrade();
+    return phase() == Phase::plain;
+}
+
+}  // namespace rdmasock

@@ -1,0 +1,225 @@
+// The same-host side channel as the Connection sees it: the rendezvous steps and
+// the data path while bytes still travel over TCP (docs/protocol.md, "Switching at
+// a byte offset").
+#include "connection/connection_detail.hpp"
+#include "sys/kernel_calls.hpp"
+
+#include "shm/peer_check.hpp"
+
+#include <cstring>
+
+#include "sys/fault_guard.hpp"
+#include "negotiation/back_marker.hpp"
+#include "base/log.hpp"
+#include "rdma/rdma_setup.hpp"
+#include "shm/shm_transport.hpp"
+
+namespace rdmasock {
+
+using namespace detail;
+
+// One step of the side-channel rendezvous. `may_syscall` false (readiness
+// queries): only look at shared memory.
+bool Connection::progress_rendezvous(bool may_syscall) {
+    using R = ShmRendezvous::Result;
+    std::unique_ptr<Transport> t;
+    // A reader blocked in the kernel on the TCP socket (tcp_recv holds read_mu_)
+    // would sleep through the switch it cannot see: no step while one is there.
+    // It comes back with the peer's next TCP byte and takes the step itself.
+    std::unique_lock<SideLock> no_reader(read_mu_, std::defer_lock);
+    if (may_syscall && !no_reader.try_lock()) return false;
+    switch (phase()) {
+        case Phase::rv_listen: {
+            if (!may_syscall) return false;
+            R r = rv_->client_step(fd_, t);
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            transport_ = std::move(t);
+            owner_pid_ = current_pid();
+            fork_gen_ = fork_generation();
+            // The ring copies may start at any call now: bad buffers get EFAULT (fault_guard.hpp).
+            if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
+            peer_inode_ = rv_->peer_socket().inode;
+            enter(Phase::rv_accepted);
+            RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);
+            return true;
+        }
+        case Phase::rv_pending: {
+            if (!may_syscall) return false;
+            R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
+            if (r == R::waiting) {
+                claim_rendezvous();
+                enter(Phase::rv_offered);
+                return true;
+            }
+            RS_LOG(debug, "fd %d: no side channel (%s): the client may still ask in band", fd_, rv_->why().c_str());
+            rv_.reset();
+            side_tried_ = false;
+            // No side channel: the client may still speak in band (an RDMA HELLO, which
+            // must be answered, even if only to decline it, never passed on as data).
+            enter(Phase::undecided);
+            return true;
+        }
+        case Phase::rv_offered: {
+            if (!may_syscall) return false;
+            R r = rv_->server_step(fd_, t);
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            peer_inode_ = rv_->peer_socket().inode;
+            rv_.reset();
+            upgrade(std::move(t));
+            return true;
+        }
+        case Phase::rv_accepted: {
+            // The server's switch offset is its acceptance.
+            if (transport_->rx_switch()->load(std::memory_order_acquire) != RingControl::kNotSwitched) {
+                if (may_syscall) rv_.reset();
+                no_delay(fd_);
+                enter(Phase::upgraded);
+                RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
+                return true;
+            }
+            if (!may_syscall) return false;
+            auto r = rv_->client_confirmed();
+            if (r == R::waiting) return false;
+            if (r == R::failed) {
+                become_plain(rv_->why().c_str());
+                return true;
+            }
+            no_delay(fd_);
+            enter(Phase::upgraded);
+            RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
+            return true;
+        }
+        default: return false;
+    }
+}
+
+// ---------------------------------------------------------------- side-channel data path
+
+ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
+    std::unique_lock<SideLock> lk(write_mu_);
+    // send() chose TCP from the phase before it held the writers' lock; another
+    // thread's send may have switched our sends to the ring meanwhile, at the
+    // offset that counts every TCP byte so far (switch_tx_locked). Bytes sent
+    // over TCP after it lie past the peer's switch offset, where nobody reads:
+    // a whole send accepted and lost (issue 36). Only under this lock does the
+    // way stand still: the call goes the way the phase says now.
+    if (phase() == Phase::upgraded) {
+        lk.unlock();
+        return send(iov, iovcnt, flags);
+    }
+    return tcp_send_locked(iov, iovcnt, flags);
+}
+
+ssize_t Connection::tcp_send_locked(const iovec* iov, int iovcnt, int flags) {
+    ssize_t n = tcp_io(true, iov, iovcnt, flags);  // connection_tcp_io.cpp
+    if (n > 0) tcp_tx_ += static_cast<uint64_t>(n);
+    return n;
+}
+
+ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
+    ssize_t n;
+    {
+        // (A recv waiting on the socket holds read_mu_ so that no switch passes it; a
+        // call that may not block does not wait behind it: lock_or_eagain.)
+        std::unique_lock<SideLock> lk(read_mu_, std::defer_lock);
+        if (!lock_or_eagain(lk, flags)) return -1;
+        const Phase ph = phase();
+        if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered && ph != Phase::plain) {
+            lk.unlock();  // another thread moved the rendezvous on meanwhile
+            return recv(iov, iovcnt, flags);
+        }
+        n = tcp_io(false, iov, iovcnt, flags);  // connection_tcp_io.cpp
+        if (n > 0 && !(flags & MSG_PEEK)) tcp_rx_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    }
+    // A shimmed server offers before its first byte leaves (shm_rendezvous.hpp):
+    // server bytes without an OFFER mean a server without the shim. A client that
+    // only sends gives up after kRendezvousCalls calls spread over at least
+    // kRendezvousWaitUs: a count alone gave up on servers starved of CPU.
+    int saved = errno;
+    if (phase() == Phase::rv_listen && (n > 0 || rendezvous_gave_up())) {
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+        if (!progress_rendezvous(true) && phase() == Phase::rv_listen) become_plain("the server made no offer");
+    }
+    errno = saved;
+    return n;
+}
+
+bool Connection::rendezvous_gave_up() {
+    constexpr int kRendezvousCalls = 64;
+    constexpr int64_t kRendezvousWaitUs = 10'000'000;
+    return ++rv_calls_ > kRendezvousCalls && wait::now_us() - rv_since_us_ > kRendezvousWaitUs;
+}
+
+void Connection::switch_tx_locked() {
+    if (tx_switched_ || tx_back()) return;
+    tx_switched_ = true;
+    if (auto* sw = transport_->tx_switch()) {
+        sw->store(tcp_tx_, std::memory_order_release);
+        RS_LOG(debug, "fd %d: sends switch to the ring after %llu TCP bytes", fd_, static_cast<unsigned long long>(tcp_tx_));
+        ring_doorbell();  // a peer asleep on TCP must look at the switch offset
+    }
+}
+
+bool Connection::rx_on_tcp() {
+    if (rx_back()) return true;  // the peer's bytes after our place come over TCP now
+    auto* sw = transport_->rx_switch();
+    if (!sw) return false;
+    uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
+    if (at == RingControl::kNotSwitched) {
+        at = sw->load(std::memory_order_acquire);
+        if (at == RingControl::kNotSwitched) return true;
+        if (at < tcp_rx_.load(std::memory_order_relaxed)) {
+            // We already read more than that over TCP: the peer lies about the past.
+            RS_LOG(error, "fd %d: peer switch offset %llu is behind the %llu bytes received; resetting", fd_,
+                   static_cast<unsigned long long>(at), static_cast<unsigned long long>(tcp_rx_.load()));
+            peer_reset_.store(true);
+            rx_switch_at_.store(tcp_rx_.load());
+            return false;
+        }
+        rx_switch_at_.store(at, std::memory_order_release);
+    }
+    return tcp_rx_.load(std::memory_order_relaxed) < at;
+}
+
+bool Connection::tcp_readable() {
+    pollfd p{fd_, POLLIN, 0};
+    return ops_.poll(&p, 1, 0) > 0;
+}
+
+// Side-channel transports: the doorbell is the eventfd. After the peer switched,
+// its TCP stream carries nothing but the end of the connection, so a byte found
+// there was written around the shim: never dropped, never taken for data out of
+// order; the connection is reset loudly instead.
+bool Connection::fin_peer_gone() {
+    if (!peer_fin_.load()) return false;
+    if (peer_gone_.load() || peer_inode_ == 0) return true;
+    const int64_t now = now_us();
+    int64_t last = fin_checked_us_.load(std::memory_order_relaxed);
+    if (now - last < 100000 || !fin_checked_us_.compare_exchange_strong(last, now)) return false;
+    sockaddr_storage local{}, remote{};
+    socklen_t l1 = sizeof local, l2 = sizeof remote;
+    peer_check::SocketId id;
+    std::string err;
+    int saved = errno;
+    bool gone = kernel::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &l1) != 0 ||
+                kernel::getpeername(fd_, reinterpret_cast<sockaddr*>(&remote), &l2) != 0 ||
+                !peer_check::find_socket(remote, local, id, err) || id.inode != peer_inode_;
+    errno = saved;
+    if (gone) {
+        RS_LOG(debug, "fd %d: the peer's socket is gone after its FIN", fd_);
+        peer_gone_.store(true);  // for good
+    }
+    return gone;
+}
+
+bool Connection::reader_gone() { return peer_closed_.load() || fin_peer_gone(); }
+
+}  // namespace rdmasock

@@ -1,0 +1,165 @@
+#include "ring/ring_writer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "sys/fault_guard.hpp"
+
+namespace rdmasock::ring {
+
+const char* to_string(RingStatus s) {
+    switch (s) {
+        case RingStatus::ok: return "ok";
+        case RingStatus::would_block: return "would_block";
+        case RingStatus::eof: return "eof";
+        case RingStatus::broken: return "broken";
+    }
+    return "?";
+}
+
+RingWriter::RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed)
+    : capacity_(capacity), mask_(capacity - 1), max_payload_(max_payload(capacity)), sink_(sink),
+      peer_consumed_(consumed) {
+    if (!valid_capacity(capacity)) fail("ring capacity is not a power of two in range");
+}
+
+RingStatus RingWriter::fail(std::string why) {
+    if (status_ != RingStatus::broken) {
+        status_ = RingStatus::broken;
+        error_ = std::move(why);
+    }
+    return status_;
+}
+
+// The consumed counter is written by the peer: it must stay 8-aligned,
+// monotonic and never pass what we wrote, or the peer is lying.
+bool RingWriter::refresh_consumed() {
+    uint64_t c;
+    if (!peer_consumed_.load(c) || c == consumed_) return true;  // landing: no news yet
+    if (c < consumed_ || c > written_ || (c % kAlign) != 0) {
+        fail("peer published an impossible consumed position");
+        return false;
+    }
+    consumed_ = c;
+    return true;
+}
+
+bool RingWriter::has_space() {
+    if (status_ == RingStatus::broken) return false;
+    if (free_bytes() >= 2 * record_bytes(1) + kFinReserve) return true;
+    return refresh_consumed() && free_bytes() >= 2 * record_bytes(1) + kFinReserve;
+}
+
+// A look (poll asks it beside a writer in another thread): nothing stored,
+// nothing latched. This thread may not see written_ move past a record the
+// peer has already consumed and counted: such a counter means space, not a lie
+// (the writer's own refresh_consumed judges the peer).
+bool RingWriter::writable() const {
+    if (status_ == RingStatus::broken) return false;
+    const uint64_t written = written_;
+    uint64_t consumed = std::min(consumed_.get(), written);
+    uint64_t c;
+    if (peer_consumed_.load(c) && c > consumed && c % kAlign == 0) consumed = std::min(c, written);
+    return (capacity_ - (written - consumed)) * 3 >= capacity_;
+}
+
+// Copies `length` bytes out of the iovec cursor into one record and posts it.
+bool RingWriter::put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off,
+                            uint32_t length, bool* fault) {
+    uint64_t off = written_ & mask_;
+    uint64_t bytes = record_bytes(length);
+    uint8_t* rec = sink_.stage(off, bytes);
+    uint32_t header = make_header(kind, length);
+    uint8_t* dst = rec + kHeaderBytes;
+    for (uint32_t left = length; left > 0;) {
+        size_t take = std::min<size_t>(left, iov->iov_len - iov_off);
+        if (guard::copy_from_user(dst, static_cast<const uint8_t*>(iov->iov_base) + iov_off, take) != 0) {
+            // A bad user buffer: the record is dropped before its header lands.
+            // Its payload bytes go back to zero (the reader trusts only zeroes
+            // where nothing landed yet); nothing is posted or counted.
+            std::memset(rec + kHeaderBytes, 0, length);
+            *fault = true;
+            return false;
+        }
+        dst += take;
+        left -= static_cast<uint32_t>(take);
+        iov_off += take;
+        if (iov_off == iov->iov_len) {
+            ++iov;
+            --iovcnt;
+            iov_off = 0;
+        }
+    }
+    std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(rec)).store(header, std::memory_order_relaxed);
+    // The release store of the footer publishes header and payload (shared memory).
+    std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(rec + footer_offset(length)))
+        .store(footer_for(header, written_), std::memory_order_release);
+    if (!sink_.post(off, bytes)) {
+        // Not sent: the staged copy goes back to zero too, so a take-back that
+        // walks the writer's copy (downgrade::take_back_until) never finds it.
+        std::memset(rec, 0, bytes);
+        fail("transport failed to post a record");
+        return false;
+    }
+    written_ += bytes;
+    return true;
+}
+
+IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
+    IoResult r;
+    if (status_ == RingStatus::broken) return {0, RingStatus::broken};
+    if (fin_sent_) return {0, fail("write after end of stream")};
+    size_t iov_off = 0;
+    while (iovcnt > 0 && iov->iov_len == 0) ++iov, --iovcnt;
+    while (iovcnt > 0) {
+        uint64_t tail = capacity_ - (written_ & mask_);
+        // A record needs 16 bytes for one payload byte; a tail of 8 only takes a wrap marker.
+        uint64_t need = (tail == kAlign ? kAlign + record_bytes(1) : record_bytes(1)) + kFinReserve;
+        if (free_bytes() < need && (!refresh_consumed() || free_bytes() < need)) break;
+        if (tail == kAlign) {
+            int none = 0;
+            size_t zero = 0;
+            const iovec* nil = nullptr;
+            if (!put_record(RecordKind::wrap, nil, none, zero, 0)) break;
+            continue;
+        }
+        size_t left_in_iov = 0;  // total remaining is bounded by what we can take anyway
+        for (int i = 0; i < iovcnt && left_in_iov < max_payload_; ++i)
+            left_in_iov += iov[i].iov_len - (i == 0 ? iov_off : 0);
+        uint64_t room = std::min(tail, free_bytes() - kFinReserve) - kHeaderBytes - kFooterBytes;
+        uint32_t len = static_cast<uint32_t>(std::min<uint64_t>({left_in_iov, max_payload_, room}));
+        bool fault = false;
+        if (!put_record(RecordKind::data, iov, iovcnt, iov_off, len, &fault)) {
+            r.fault = fault;
+            break;
+        }
+        r.bytes += len;
+        while (iovcnt > 0 && iov->iov_len == iov_off) ++iov, --iovcnt, iov_off = 0;
+    }
+    if (status_ == RingStatus::broken && r.bytes == 0) r.status = RingStatus::broken;
+    else if (r.bytes == 0 && iovcnt > 0) r.status = RingStatus::would_block;
+    return r;
+}
+
+IoResult RingWriter::write(const void* data, size_t len) {
+    iovec one{const_cast<void*>(data), len};
+    return writev(&one, 1);
+}
+
+RingStatus RingWriter::write_fin() {
+    if (status_ == RingStatus::broken) return status_;
+    if (fin_sent_) return RingStatus::ok;
+    uint64_t tail = capacity_ - (written_ & mask_);
+    uint64_t need = tail == kAlign ? 2 * kAlign : kAlign;
+    if (free_bytes() < need && (!refresh_consumed() || free_bytes() < need))
+        return status_ == RingStatus::broken ? RingStatus::broken : RingStatus::would_block;
+    int none = 0;
+    size_t zero = 0;
+    const iovec* nil = nullptr;
+    if (tail == kAlign && !put_record(RecordKind::wrap, nil, none, zero, 0)) return status_;
+    if (!put_record(RecordKind::fin, nil, none, zero, 0)) return status_;
+    fin_sent_ = true;
+    return RingStatus::ok;
+}
+
+}  // namespace rdmasock::ring

@@ -1,0 +1,67 @@
+// The sending half of a ring: turns a byte stream into framed records.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <string>
+
+#include "ring/consumed_counter.hpp"
+#include "sys/owner_written.hpp"
+#include "ring/record_sink.hpp"
+#include "ring/ring_format.hpp"
+#include "ring/ring_io.hpp"
+
+namespace rdmasock::ring {
+
+class RingWriter {
+public:
+    // `consumed` is the reader's published consumed position, living in this
+    // process's memory (written by the peer); it is validated on every read.
+    RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed);
+
+    // Appends as much of the gathered bytes as fits, split into records; never
+    // blocks. bytes == 0 with would_block means the ring is full.
+    IoResult writev(const iovec* iov, int iovcnt);
+    IoResult write(const void* data, size_t len);
+
+    // End of stream for this direction (shutdown(SHUT_WR) / close). Data never
+    // takes the last kFinReserve bytes, so the end of stream always fits, as
+    // TCP queues its FIN behind a full send buffer: a shutdown on a full ring
+    // whose reader comes late still ends the stream.
+    RingStatus write_fin();
+    static constexpr uint64_t kFinReserve = 2 * kAlign;  // a wrap marker and the end-of-stream record
+
+    // True when at least one payload byte would fit now.
+    bool has_space();
+    // POLLOUT as TCP defines it (sk_stream_is_writeable): at least a third of the
+    // ring is free, so "poll for writable, then one blocking write of a normal
+    // buffer" does not stall the way it would on a ring with a few bytes free.
+    // A look, safe beside a writer in another thread: it never breaks the ring.
+    bool writable() const;
+    uint64_t capacity() const { return capacity_; }
+    uint64_t written() const { return written_; }
+    RingStatus status() const { return status_; }
+    const std::string& error() const { return error_; }
+
+private:
+    bool refresh_consumed();
+    uint64_t free_bytes() const { return capacity_ - (written_ - consumed_); }
+    bool put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off, uint32_t length,
+                    bool* fault = nullptr);
+    RingStatus fail(std::string why);
+
+    uint64_t capacity_;
+    uint64_t mask_;
+    uint32_t max_payload_;
+    RecordSink& sink_;
+    ConsumedCounter peer_consumed_;
+    // Read by writable()'s unlocked lookers too.
+    OwnerWritten<uint64_t> written_{0};   // absolute position of the next record
+    OwnerWritten<uint64_t> consumed_{0};  // last validated value of *peer_consumed_
+    bool fin_sent_ = false;
+    OwnerWritten<RingStatus> status_{RingStatus::ok};
+    std::string error_;
+};
+
+}  // namespace rdmasock::ring

@@ -1,0 +1,219 @@
+#include "shm/leftover.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "ring/downgrade.hpp"
+#include "base/log.hpp"
+#include "sys/process_id.hpp"
+#include "sys/raw_syscall.hpp"
+
+namespace rdmasock::leftover {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x52444d534c45464full;  // "RDMSLEFO"
+constexpr const char* kName = "rdmasock-leftover";
+
+// At the start of the memfd; the bytes follow. Shared by every process that
+// maps it (a forked child, an SCM_RIGHTS receiver, an exec'd image).
+struct Header {
+    uint64_t magic;
+    uint64_t inode;   // the socket these bytes belong to
+    uint64_t length;  // bytes after the header
+    std::atomic<uint64_t> consumed;
+    std::atomic<int32_t> lock;      // a pid (downgrade::lock: a dead holder is taken over)
+    std::atomic<int32_t> owed_err;  // the kernel's reset, reported after the bytes
+    uint8_t pad[24];
+};
+static_assert(sizeof(Header) == 64);
+
+struct Entry {
+    uint64_t inode;
+    int fd;  // close-on-exec, except while an exec passes it
+    Header* h;
+    size_t size;
+};
+
+std::mutex g_mu;
+std::vector<Entry>* g_entries;  // never freed: a process keeps few
+std::atomic<bool> g_any{false};
+
+Entry* find_locked(uint64_t inode) {
+    if (!g_entries) return nullptr;
+    for (auto& e : *g_entries)
+        if (e.inode == inode) return &e;
+    return nullptr;
+}
+
+bool unread(const Header* h) { return h->consumed.load(std::memory_order_acquire) < h->length; }
+
+void add_locked(const Entry& e) {
+    if (!g_entries) g_entries = new std::vector<Entry>;
+    if (Entry* old = find_locked(e.inode)) {  // a newer connection on a reused inode
+        munmap(old->h, old->size);
+        raw_syscall(SYS_close, old->fd);
+        *old = e;
+    } else {
+        g_entries->push_back(e);
+    }
+    g_any.store(true, std::memory_order_release);
+}
+
+Header* map_fd(int fd, size_t size) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<Header*>(p);
+}
+
+}  // namespace
+
+bool any() { return g_any.load(std::memory_order_relaxed); }
+
+uint64_t inode_of(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
+    return st.st_ino;
+}
+
+bool keep(uint64_t inode, const void* data, size_t len) {
+    const size_t size = sizeof(Header) + len;
+    int fd = memfd_create(kName, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return false;
+    Header* h = nullptr;
+    if (posix_fallocate(fd, 0, static_cast<off_t>(size)) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 || !(h = map_fd(fd, size))) {
+        if (h) munmap(h, size);
+        raw_syscall(SYS_close, fd);
+        return false;
+    }
+    h->magic = kMagic;
+    h->inode = inode;
+    h->length = len;
+    h->consumed.store(0);
+    h->lock.store(0);
+    h->owed_err.store(0);
+    std::memcpy(reinterpret_cast<uint8_t*>(h + 1), data, len);
+    std::lock_guard<std::mutex> lk(g_mu);
+    add_locked(Entry{inode, fd, h, size});
+    return true;
+}
+
+bool pending(uint64_t inode) {
+    if (!any()) return false;
+    std::lock_guard<std::mutex> lk(g_mu);
+    Entry* e = find_locked(inode);
+    return e && unread(e->h);
+}
+
+ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t r, int err) {
+    auto kernels = [&] {
+        errno = err;
+        return r;
+    };
+    if (r > 0 || inode == 0 || !any()) return kernels();
+    if (r < 0 && err != ECONNRESET && err != EPIPE && err != ETIMEDOUT) return kernels();
+    Header* h;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        Entry* e = find_locked(inode);
+        if (!e) return kernels();
+        h = e->h;
+    }
+    if (!downgrade::lock(h->lock, current_pid())) return kernels();
+    const uint64_t len = h->length, at = std::min(h->consumed.load(std::memory_order_acquire), len);
+    if (at == len) {
+        const int owed = (flags & MSG_PEEK) ? h->owed_err.load() : h->owed_err.exchange(0);
+        downgrade::unlock(h->lock);
+        if (r < 0 || !owed) return kernels();
+        errno = owed;  // the peer's reset, after its last bytes (as TCP reports it)
+        return -1;
+    }
+    if (r < 0) h->owed_err.store(err);
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(h + 1) + at;
+    size_t n = 0;
+    for (int i = 0; i < cnt && at + n < len; ++i) {
+        const size_t k = std::min<size_t>(iov[i].iov_len, len - at - n);
+        std::memcpy(iov[i].iov_base, src + n, k);
+        n += k;
+    }
+    if (!(flags & MSG_PEEK)) h->consumed.store(at + n, std::memory_order_release);
+    downgrade::unlock(h->lock);
+    return static_cast<ssize_t>(n);
+}
+
+int memfd_of(uint64_t inode) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    Entry* e = find_locked(inode);
+    return e && unread(e->h) ? e->fd : -1;
+}
+
+uint64_t memfd_inode(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) < sizeof(Header)) return 0;
+    char path[64], target[64] = {};
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0 || std::strncmp(target, "/memfd:rdmasock-leftover", 24) != 0) return 0;
+    Header h;
+    if (pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) || h.magic != kMagic) return 0;
+    return h.inode;
+}
+
+bool adopt(int fd) {
+    struct stat st;
+    Header* h = nullptr;
+    const int seals = fcntl(fd, F_GET_SEALS);
+    const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+    if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(Header) || seals < 0 || (seals & want) != want ||
+        !(h = map_fd(fd, static_cast<size_t>(st.st_size))) || h->magic != kMagic ||
+        h->length > static_cast<size_t>(st.st_size) - sizeof(Header)) {
+        if (h) munmap(h, static_cast<size_t>(st.st_size));
+        raw_syscall(SYS_close, fd);
+        return false;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    std::lock_guard<std::mutex> lk(g_mu);
+    add_locked(Entry{h->inode, fd, h, static_cast<size_t>(st.st_size)});
+    return true;
+}
+
+std::string for_exec() {
+    std::string out;
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (!g_entries) return out;
+    for (auto& e : *g_entries) {
+        if (!unread(e.h)) continue;
+        fcntl(e.fd, F_SETFD, 0);
+        if (!out.empty()) out += ',';
+        out += std::to_string(e.fd);
+    }
+    return out;
+}
+
+void adopt_from_env() {
+    const char* v = getenv("RDMASOCK_LEFTOVER");
+    if (!v || !*v) return;
+    std::string list = v;
+    unsetenv("RDMASOCK_LEFTOVER");  // for this image only: a later exec names its own
+    for (size_t at = 0; at < list.size();) {
+        size_t end = list.find(',', at);
+        if (end == std::string::npos) end = list.size();
+        char* stop;
+        long fd = strtol(list.c_str() + at, &stop, 10);
+        if (stop != list.c_str() + at && fd >= 0 && memfd_inode(static_cast<int>(fd)) != 0) adopt(static_cast<int>(fd));
+        at = end + 1;
+    }
+}
+
+}  // namespace rdmasock::leftover

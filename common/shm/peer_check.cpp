@@ -1,0 +1,130 @@
+#include "shm/peer_check.hpp"
+#include "sys/kernel_calls.hpp"
+#include "sys/own_fd.hpp"
+
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace rdmasock::peer_check {
+
+namespace {
+
+// Fills a diag endpoint from an address; the port in network order as the kernel wants.
+bool fill(const sockaddr_storage& a, __be16& port, __be32 (&addr)[4], int& family) {
+    std::memset(addr, 0, sizeof addr);
+    if (a.ss_family == AF_INET) {
+        auto& s = reinterpret_cast<const sockaddr_in&>(a);
+        port = s.sin_port;
+        addr[0] = s.sin_addr.s_addr;
+        family = AF_INET;
+        return true;
+    }
+    if (a.ss_family == AF_INET6) {
+        auto& s = reinterpret_cast<const sockaddr_in6&>(a);
+        port = s.sin6_port;
+        std::memcpy(addr, &s.sin6_addr, 16);
+        family = AF_INET6;
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, SocketId& out, std::string& err) {
+    struct {
+        nlmsghdr nlh;
+        inet_diag_req_v2 req;
+    } msg{};
+    int fam_src = 0, fam_dst = 0;
+    if (!fill(src, msg.req.id.idiag_sport, msg.req.id.idiag_src, fam_src) ||
+        !fill(dst, msg.req.id.idiag_dport, msg.req.id.idiag_dst, fam_dst) || fam_src != fam_dst)
+        return err = "not an IP address pair", false;
+    msg.nlh.nlmsg_len = sizeof msg;
+    msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    msg.nlh.nlmsg_flags = NLM_F_REQUEST;  // an exact lookup, not a dump
+    msg.req.sdiag_family = static_cast<uint8_t>(fam_src);
+    msg.req.sdiag_protocol = IPPROTO_TCP;
+    msg.req.idiag_states = ~0u;
+    msg.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    msg.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+
+    int saved = errno;
+    int nl = kernel::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0) {
+        err = std::string("sock_diag socket: ") + strerror(errno);
+        errno = saved;
+        return false;
+    }
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    bool ok = false;
+    if (::sendto(nl, &msg, sizeof msg, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) == sizeof msg) {
+        alignas(nlmsghdr) char buf[1024];
+        ssize_t n = kernel::recv(nl, buf, sizeof buf, 0);
+        auto* h = reinterpret_cast<nlmsghdr*>(buf);
+        if (n >= static_cast<ssize_t>(sizeof(nlmsghdr)) && NLMSG_OK(h, static_cast<unsigned>(n))) {
+            if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && h->nlmsg_len >= NLMSG_LENGTH(sizeof(inet_diag_msg))) {
+                auto* m = static_cast<inet_diag_msg*>(NLMSG_DATA(h));
+                out.inode = m->idiag_inode;
+                out.uid = m->idiag_uid;
+                ok = out.inode != 0;
+                if (!ok) err = "the peer closed before the switch";  // an orphan socket (FIN_WAIT, TIME_WAIT) has no inode
+            } else if (h->nlmsg_type == NLMSG_ERROR) {
+                auto* e = static_cast<nlmsgerr*>(NLMSG_DATA(h));
+                err = std::string("sock_diag: ") + strerror(-e->error);
+            } else {
+                err = "sock_diag: unexpected answer";
+            }
+        } else {
+            err = "sock_diag: short answer";
+        }
+    } else {
+        err = std::string("sock_diag request: ") + strerror(errno);
+    }
+    close_own_fd(nl);
+    errno = saved;
+    return ok;
+}
+
+uint64_t inode_of(int fd) {
+    struct stat st {};
+    int saved = errno;
+    uint64_t ino = kernel::fstat(fd, &st) == 0 ? st.st_ino : 0;
+    errno = saved;
+    return ino;
+}
+
+bool holds(pid_t pid, uid_t uid, int claimed_fd, const SocketId& expected, bool same_user_only, std::string& why) {
+    if (pid <= 0) return why = "no sender credentials", false;
+    if (uid != expected.uid) return why = "the sender does not own the peer socket (uid " + std::to_string(uid) + ", socket uid " + std::to_string(expected.uid) + ")", false;
+    if (same_user_only && uid != geteuid()) return why = "the peer is another user (RDMASOCK_SHM_USERS=same)", false;
+    if (claimed_fd < 0) return why = "no socket fd claimed", false;
+    char path[64], link[64];
+    std::snprintf(path, sizeof path, "/proc/%d/fd/%d", static_cast<int>(pid), claimed_fd);
+    int saved = errno;
+    ssize_t n = ::readlink(path, link, sizeof link - 1);
+    int e = errno;
+    errno = saved;
+    if (n < 0) {
+        // Another user's process: /proc hides its fds from us; the uid check stands.
+        if (e == EACCES || e == EPERM) return true;
+        if (e == ENOENT || e == ESRCH) return why = "the peer closed before the switch", false;
+        return why = std::string("cannot see the sender's socket: ") + strerror(e), false;
+    }
+    link[n] = 0;
+    char want[64];
+    std::snprintf(want, sizeof want, "socket:[%llu]", static_cast<unsigned long long>(expected.inode));
+    if (std::strcmp(link, want) != 0) return why = "the sender does not hold the peer socket", false;
+    return true;
+}
+
+}  // namespace rdmasock::peer_check

@@ -1,0 +1,76 @@
+#include "shm/shm_channel.hpp"
+
+namespace rdmasock {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x6b636f73616d6472ull;  // "rdmasock"
+constexpr uint32_t kLayoutVersion = 3;
+constexpr size_t kPage = 4096;
+
+struct SegmentHeader {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t reserved;
+    uint64_t ring_capacity;
+};
+
+static_assert(sizeof(RingControl) <= kPage);
+size_t control_offset(int side) { return kPage + side * kPage; }
+size_t ring_offset(int side, uint64_t capacity) { return 3 * kPage + side * capacity; }
+
+}  // namespace
+
+size_t ShmChannel::segment_size(uint64_t ring_capacity) { return 3 * kPage + 2 * ring_capacity; }
+
+ShmChannel::ShmChannel(MemfdSegment segment, int side, uint64_t capacity)
+    : memfd_(std::move(segment)), side_(side) {
+    map_rings(static_cast<uint8_t*>(memfd_.data()), capacity);
+}
+
+void ShmChannel::map_rings(uint8_t* base, uint64_t capacity) {
+    tx_control_ = reinterpret_cast<RingControl*>(base + control_offset(side_));
+    rx_control_ = reinterpret_cast<RingControl*>(base + control_offset(1 - side_));
+    sink_.ring = base + ring_offset(side_, capacity);
+    publisher_.counter = &rx_control_->consumed;
+    writer_ = std::make_unique<ring::RingWriter>(capacity, sink_, &tx_control_->consumed);
+    reader_ = std::make_unique<ring::RingReader>(base + ring_offset(1 - side_, capacity), capacity, publisher_);
+}
+
+void ShmChannel::init_segment(uint8_t* base, uint64_t capacity) {
+    new (base + control_offset(0)) RingControl();
+    new (base + control_offset(1)) RingControl();
+    auto* h = reinterpret_cast<SegmentHeader*>(base);
+    h->version = kLayoutVersion;
+    h->ring_capacity = capacity;
+    std::atomic_ref<uint64_t>(h->magic).store(kMagic, std::memory_order_release);
+}
+
+bool ShmChannel::check_segment(const uint8_t* base, uint64_t capacity, std::string& err) {
+    auto* h = reinterpret_cast<SegmentHeader*>(const_cast<uint8_t*>(base));
+    if (std::atomic_ref<uint64_t>(h->magic).load(std::memory_order_acquire) != kMagic ||
+        h->version != kLayoutVersion || h->ring_capacity != capacity)
+        return err = "segment header does not match the handshake", false;
+    return true;
+}
+
+std::unique_ptr<ShmChannel> ShmChannel::create_sealed(uint64_t ring_capacity, std::string& err) {
+    if (!ring::valid_capacity(ring_capacity)) return err = "invalid ring capacity", nullptr;
+    MemfdSegment seg;
+    if (!seg.create(segment_size(ring_capacity), err)) return nullptr;
+    init_segment(static_cast<uint8_t*>(seg.data()), ring_capacity);
+    return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 0, ring_capacity));
+}
+
+std::unique_ptr<ShmChannel> ShmChannel::attach_sealed(int fd, uint64_t ring_capacity, std::string& err) {
+    MemfdSegment seg;
+    if (!ring::valid_capacity(ring_capacity)) {
+        seg.attach(fd, 0, err);  // takes the fd so it is closed
+        return err = "invalid ring capacity", nullptr;
+    }
+    if (!seg.attach(fd, segment_size(ring_capacity), err)) return nullptr;
+    if (!check_segment(static_cast<uint8_t*>(seg.data()), ring_capacity, err)) return nullptr;
+    return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 1, ring_capacity));
+}
+
+}  // namespace rdmasock

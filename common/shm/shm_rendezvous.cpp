@@ -1,0 +1,236 @@
+#include "sys/raw_syscall.hpp"
+#include "sys/kernel_calls.hpp"
+#include "shm/shm_rendezvous.hpp"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "base/log.hpp"
+#include "shm/memory_budget.hpp"
+#include "ring/ring_format.hpp"
+#include "shm/shm_transport.hpp"
+#include "shm/side_channel.hpp"
+#include "sys/own_fd.hpp"
+
+namespace rdmasock {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x32565352;  // "RSV2"
+constexpr uint16_t kVersion = 1;
+enum : uint8_t { kOffer = 1, kAccept = 2, kConfirm = 3 };
+
+// The only message shape on the side channel. Fixed size, validated field by field.
+struct Wire {
+    uint32_t magic;
+    uint16_t version;
+    uint8_t type;
+    uint8_t reserved;
+    int32_t claimed_fd;   // the sender's fd number of its TCP socket (peer_check::holds)
+    uint32_t reserved2;
+    uint64_t ring_bytes;  // OFFER: the most the server wants; ACCEPT: what was created
+};
+static_assert(sizeof(Wire) == 24);
+
+Wire make(uint8_t type, int tcp_fd, uint64_t ring) {
+    Wire w{};
+    w.magic = kMagic, w.version = kVersion, w.type = type, w.claimed_fd = tcp_fd, w.ring_bytes = ring;
+    return w;
+}
+
+// A doorbell from the peer must really be an eventfd, and nonblocking: a pipe or a
+// blocking fd passed in its place would hang our drain or our ring.
+bool is_eventfd(int fd) {
+    char path[64], link[64];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int saved = errno;
+    ssize_t n = ::readlink(path, link, sizeof link - 1);
+    bool ok = n > 0 && (link[n] = 0, std::strcmp(link, "anon_inode:[eventfd]") == 0);
+    if (ok) {
+        long fl = raw_syscall(SYS_fcntl, fd, F_GETFL);  // raw: the shim's fcntl hides its own fds
+        ok = fl >= 0 && raw_syscall(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK) == 0;
+    }
+    errno = saved;
+    return ok;
+}
+
+// An upgraded connection keeps two eventfds open in each process. Those count
+// against the application's RLIMIT_NOFILE, where plain TCP would take none: a
+// process past half its limit keeps its fds for itself and stays on TCP.
+bool within_fd_budget(int highest_fd) {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
+    return static_cast<rlim_t>(highest_fd) < rl.rlim_cur / 2;
+}
+
+}  // namespace
+
+ShmRendezvous::~ShmRendezvous() { close(); }
+
+void ShmRendezvous::close() {
+    if (listen_fd_ >= 0) close_own_fd(listen_fd_);
+    if (chan_fd_ >= 0) close_own_fd(chan_fd_);
+    listen_fd_ = chan_fd_ = -1;
+}
+
+ShmRendezvous::Result ShmRendezvous::fail(std::string why) {
+    why_ = std::move(why);
+    close();
+    return Result::failed;
+}
+
+bool ShmRendezvous::peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote) {
+    socklen_t l1 = sizeof local, l2 = sizeof remote;
+    int saved = errno;
+    bool ok = kernel::getsockname(tcp_fd, reinterpret_cast<sockaddr*>(&local), &l1) == 0 &&
+              kernel::getpeername(tcp_fd, reinterpret_cast<sockaddr*>(&remote), &l2) == 0;
+    errno = saved;
+    return ok;
+}
+
+// A refusal of a sender that once was the peer but has closed its socket since
+// (its fd number may already name another socket) is no attack: say so.
+bool ShmRendezvous::peer_gone(int tcp_fd) {
+    sockaddr_storage local{}, remote{};
+    peer_check::SocketId now;
+    std::string err;
+    return !peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, now, err) ||
+           now.inode != peer_socket_.inode;
+}
+
+bool ShmRendezvous::client_listen(int tcp_fd) {
+    uint64_t ino = peer_check::inode_of(tcp_fd);
+    if (ino) listen_fd_ = side_channel::listen_for(ino);
+    return listen_fd_ >= 0;
+}
+
+ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
+    if (chan_fd_ < 0) {
+        if (listen_fd_ < 0) return fail("no side channel");
+        chan_fd_ = side_channel::accept_peer(listen_fd_);
+        if (chan_fd_ < 0) return Result::waiting;
+    }
+    Wire w{};
+    auto r = side_channel::receive(chan_fd_, &w, sizeof w);
+    if (r.bytes < 0 && r.error == 0) return Result::waiting;
+    side_channel::close_fds(r);  // an OFFER carries none
+    if (r.bytes != sizeof w || r.truncated || w.magic != kMagic || w.version != kVersion || w.type != kOffer)
+        return fail("malformed OFFER on the side channel");
+    // The server end of our connection: local/remote swapped.
+    sockaddr_storage local{}, remote{};
+    std::string err;
+    if (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))
+        return fail("cannot identify the server socket: " + err);
+    if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
+        return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "OFFER refused: " + err);
+    const uint64_t wanted = ring::valid_capacity(w.ring_bytes) ? std::min(w.ring_bytes, opt_.ring_bytes) : opt_.ring_bytes;
+    // Smaller rings, or none, rather than memory the program may need (memory_budget.hpp).
+    memory_budget::Reservation reserved;  // until the rings below hold their memory
+    const uint64_t ring = memory_budget::capacity_for_new_rings(wanted, [](uint64_t c) -> uint64_t { return ShmChannel::segment_size(c); },
+                                                 opt_.ring_memory, err, &reserved);
+    if (ring == 0) return fail(err);
+    if (ring < wanted)
+        RS_LOG(info, "fd %d: rings of %llu KiB, not %llu: memory is short (RDMASOCK_RING_MEMORY)", tcp_fd,
+               static_cast<unsigned long long>(ring >> 10), static_cast<unsigned long long>(wanted >> 10));
+    std::unique_ptr<ShmChannel> ch;
+    if (opt_.fault == "shm-create") err = "fault injection shm-create";
+    else ch = ShmChannel::create_sealed(ring, err);
+    if (!ch) return fail("cannot create the rings: " + err);
+    int mine = kernel::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int peers = kernel::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (mine < 0 || peers < 0) {
+        if (mine >= 0) close_own_fd(mine);
+        if (peers >= 0) close_own_fd(peers);
+        return fail(std::string("eventfd: ") + strerror(errno));
+    }
+    if (!within_fd_budget(std::max(mine, peers))) {
+        close_own_fd(mine), close_own_fd(peers);
+        return fail("over half of the file descriptor limit in use");
+    }
+    mine = adopt_own_fd(mine), peers = adopt_own_fd(peers);
+    auto t = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
+    Wire a = make(kAccept, tcp_fd, ring);
+    // The server sleeps on `peers` and rings `mine`.
+    int fds[3] = {t->channel().memfd_fd(), peers, mine};
+    if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 3)) return fail(std::string("cannot send ACCEPT: ") + strerror(errno));
+    t->channel().release_memfd();  // the mapping stays; the server has its own fd now
+    close_own_fd(listen_fd_);
+    listen_fd_ = -1;
+    transport = std::move(t);
+    return Result::done;
+}
+
+ShmRendezvous::Result ShmRendezvous::client_confirmed() {
+    if (chan_fd_ < 0) return Result::failed;
+    uint8_t b = 0;
+    auto r = side_channel::receive(chan_fd_, &b, 1);
+    side_channel::close_fds(r);
+    if (r.bytes < 0 && r.error == 0) return Result::waiting;
+    if (r.bytes == 1 && b == kConfirm) {
+        close();
+        return Result::done;
+    }
+    return fail("the server refused the side channel");
+}
+
+ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
+    sockaddr_storage local{}, remote{};
+    std::string err;
+    // The client end of our connection: its local address is our remote one.
+    if (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))
+        return fail("cannot identify the client socket: " + err);
+    chan_fd_ = side_channel::connect_to(peer_socket_.inode);
+    if (chan_fd_ < 0) return fail("the client has no side channel");
+    Wire o = make(kOffer, tcp_fd, opt_.ring_bytes);
+    if (!side_channel::send(chan_fd_, &o, sizeof o, nullptr, 0)) return fail("cannot send OFFER");
+    return Result::waiting;
+}
+
+ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
+    if (chan_fd_ < 0) return fail("no side channel");
+    Wire w{};
+    auto r = side_channel::receive(chan_fd_, &w, sizeof w);
+    if (r.bytes < 0 && r.error == 0) return Result::waiting;
+    struct Fds {  // closes whatever we do not keep
+        side_channel::Received& r;
+        ~Fds() { side_channel::close_fds(r); }
+    } guard{r};
+    if (r.bytes == 0) return fail("the client declined");
+    // A client gone before it answered (its side channel reset with our OFFER unread).
+    if (r.bytes < 0) return fail(std::string("the client went away before the switch (side channel: ") + std::strerror(r.error) + ")");
+    if (r.bytes != sizeof w || r.truncated || r.nfds != 3 || w.magic != kMagic || w.version != kVersion ||
+        w.type != kAccept || !ring::valid_capacity(w.ring_bytes) || w.ring_bytes > opt_.ring_bytes)
+        return fail("malformed ACCEPT on the side channel");
+    std::string err;
+    if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
+        return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "ACCEPT refused: " + err);
+    int memfd = r.fds[0], mine = r.fds[1], peers = r.fds[2];
+    if (!is_eventfd(mine) || !is_eventfd(peers)) return fail("the client's doorbells are not eventfds");
+    if (!within_fd_budget(std::max(mine, peers))) return fail("over half of the file descriptor limit in use");
+    r.nfds = 0;  // ours now
+    mine = adopt_own_fd(mine), peers = adopt_own_fd(peers);
+    auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);
+    if (!ch) {
+        close_own_fd(mine), close_own_fd(peers);
+        return fail("cannot map the client's rings: " + err);
+    }
+    // The client switches its sends on this byte; a close without it is a refusal.
+    const uint8_t confirm = kConfirm;
+    if (!side_channel::send(chan_fd_, &confirm, 1, nullptr, 0)) {
+        close_own_fd(mine), close_own_fd(peers);
+        return fail("cannot confirm on the side channel");
+    }
+    transport = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
+    close();
+    return Result::done;
+}
+
+}  // namespace rdmasock

@@ -1,0 +1,78 @@
+// Same-host negotiation over the side channel (side_channel.hpp): who finds
+// whom, who proves what, and how the rings change hands. Never blocks and never
+// writes a byte into the TCP stream; each step is a few nonblocking syscalls
+// made from inside an application call on the connection.
+//
+//   client (connect)      binds the side-channel name of its TCP socket's inode
+//   server (first I/O)    finds the client socket's inode with sock_diag, connects,
+//                         sends OFFER (its own fd number; credentials by the kernel)
+//   client (next call)    accepts, checks the sender holds the server end of this
+//                         TCP connection, creates the sealed rings and two eventfds,
+//                         sends ACCEPT with them (SCM_RIGHTS)
+//   server (next call)    checks the sender holds the client end, maps the rings,
+//                         sends CONFIRM: from its next send on, its bytes go to the
+//                         ring (the switch offset is stored in shared memory first,
+//                         shm_channel.hpp)
+//   client                reads CONFIRM (or sees the server's switch offset): its
+//                         sends switch too
+// Anything unexpected, a refusal or a closed side channel leaves both on TCP.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "shm/peer_check.hpp"
+#include "ring/transport.hpp"
+
+namespace rdmasock {
+
+class ShmRendezvous {
+public:
+    struct Options {
+        uint64_t ring_bytes = 1 << 20;
+        uint64_t ring_memory = UINT64_MAX;  // RDMASOCK_RING_MEMORY (memory_budget.hpp)
+        bool same_user_only = false;
+        std::string fault;  // RDMASOCK_FAULT (test-only)
+    };
+    enum class Result { waiting, done, failed };
+
+    explicit ShmRendezvous(Options o) : opt_(std::move(o)) {}
+    ~ShmRendezvous();
+    ShmRendezvous(const ShmRendezvous&) = delete;
+    ShmRendezvous& operator=(const ShmRendezvous&) = delete;
+
+    // Client, before connect(): publish the side-channel name. False: no name.
+    bool client_listen(int tcp_fd);
+    // Client: look for an OFFER and answer it. done: `transport` holds mapped
+    // rings and the server has them too (it may still refuse: see client_refused).
+    Result client_step(int tcp_fd, std::unique_ptr<Transport>& transport);
+    // Client after ACCEPT: done once the server confirmed (our sends may switch),
+    // failed when it closed the side channel without confirming (it refused us).
+    Result client_confirmed();
+    // Server, first I/O: find the client's side channel and send OFFER.
+    // failed: the client has none (it is not shimmed, or asked in band).
+    Result server_offer(int tcp_fd);
+    // Server: look for the ACCEPT; done: `transport` is ready to switch.
+    Result server_step(int tcp_fd, std::unique_ptr<Transport>& transport);
+    // Releases the side channel (after the switch, or on giving up).
+    void close();
+    const std::string& why() const { return why_; }
+    // The peer's TCP socket, as sock_diag named it during the rendezvous.
+    const peer_check::SocketId& peer_socket() const { return peer_socket_; }
+
+private:
+    bool peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote);
+    bool peer_gone(int tcp_fd);
+    Result fail(std::string why);
+
+    Options opt_;
+    int listen_fd_ = -1;  // client: the side-channel name
+    int chan_fd_ = -1;    // both: the side channel itself
+    peer_check::SocketId peer_socket_;
+    std::string why_;
+};
+
+}  // namespace rdmasock

@@ -1,0 +1,55 @@
+// The one table of kernel calls for the shim's own work. Inside librdmasock.so
+// a plain `::write` or `::shutdown` binds to the shim's own interposer: a
+// doorbell ring or a side-channel message would then be taken for the
+// application's I/O, find a Connection, take its locks again... Every call
+// the shim makes for itself goes to the kernel here instead, with libc's
+// convention (-1 and errno). No lookup, no lock: async-signal- and vfork-safe.
+// (The application's own calls go to libc's functions through shim/real_calls.hpp.)
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "sys/raw_syscall.hpp"
+
+namespace rdmasock::kernel {
+
+inline int socket(int domain, int type, int proto) { return static_cast<int>(raw_syscall(SYS_socket, domain, type, proto)); }
+inline int bind(int fd, const sockaddr* a, socklen_t l) { return static_cast<int>(raw_syscall(SYS_bind, fd, a, l)); }
+inline int listen(int fd, int backlog) { return static_cast<int>(raw_syscall(SYS_listen, fd, backlog)); }
+inline int connect(int fd, const sockaddr* a, socklen_t l) { return static_cast<int>(raw_syscall(SYS_connect, fd, a, l)); }
+inline int accept4(int fd, sockaddr* a, socklen_t* l, int flags) {
+    return static_cast<int>(raw_syscall(SYS_accept4, fd, a, l, flags));
+}
+inline int getsockname(int fd, sockaddr* a, socklen_t* l) { return static_cast<int>(raw_syscall(SYS_getsockname, fd, a, l)); }
+inline int getpeername(int fd, sockaddr* a, socklen_t* l) { return static_cast<int>(raw_syscall(SYS_getpeername, fd, a, l)); }
+inline int setsockopt(int fd, int level, int opt, const void* v, socklen_t l) {
+    return static_cast<int>(raw_syscall(SYS_setsockopt, fd, level, opt, v, l));
+}
+inline int getsockopt(int fd, int level, int opt, void* v, socklen_t* l) {
+    return static_cast<int>(raw_syscall(SYS_getsockopt, fd, level, opt, v, l));
+}
+inline ssize_t sendmsg(int fd, const msghdr* m, int flags) { return raw_syscall(SYS_sendmsg, fd, m, flags); }
+inline ssize_t recvmsg(int fd, msghdr* m, int flags) { return raw_syscall(SYS_recvmsg, fd, m, flags); }
+inline ssize_t recv(int fd, void* buf, size_t n, int flags) {
+    return raw_syscall(SYS_recvfrom, fd, buf, n, flags, nullptr, nullptr);
+}
+inline ssize_t read(int fd, void* buf, size_t n) { return raw_syscall(SYS_read, fd, buf, n); }
+inline ssize_t write(int fd, const void* buf, size_t n) { return raw_syscall(SYS_write, fd, buf, n); }
+// A read that never sleeps, whatever the file's O_NONBLOCK says (RWF_NOWAIT): for
+// files whose description a peer process shares and could make blocking.
+inline ssize_t read_nowait(int fd, void* buf, size_t n) {
+    iovec v{buf, n};
+    return raw_syscall(SYS_preadv2, fd, &v, 1, -1L, -1L, RWF_NOWAIT);
+}
+inline int close(int fd) { return static_cast<int>(raw_syscall(SYS_close, fd)); }
+inline int shutdown(int fd, int how) { return static_cast<int>(raw_syscall(SYS_shutdown, fd, how)); }
+inline int eventfd(unsigned initval, int flags) { return static_cast<int>(raw_syscall(SYS_eventfd2, initval, flags)); }
+inline int fcntl(int fd, int cmd, long arg = 0) { return static_cast<int>(raw_syscall(SYS_fcntl, fd, cmd, arg)); }
+inline int open(const char* path, int flags) { return static_cast<int>(raw_syscall(SYS_openat, AT_FDCWD, path, flags, 0)); }
+inline int fstat(int fd, struct stat* st) { return static_cast<int>(raw_syscall(SYS_fstat, fd, st)); }
+
+}  // namespace rdmasock::kernel

@@ -143,7 +143,8 @@ done
 log "== in-band HELLO (shm only)"
 export NEGOTIATE_FIRST=0 POKES=0  # the HELLO arrives inside the blocked recv()
 d="$T/inband-decline"; mkdir -p "$d"
-bg spid run_env shm python3 "$PEER" server "$d/port" read-block >"$d/server.out" 2>&1
+# (inband-anyway: a server on a host without RDMA would read no HELLO at all)
+bg spid run_env shm env RDMASOCK_FAULT=inband-anyway python3 "$PEER" server "$d/port" read-block >"$d/server.out" 2>&1
 wait_file "$d/port" 10 || die "inband-decline: server did not start"
 bg cpid run_env tcp python3 "$PEER" raw-hello "$(cat "$d/port")" >"$d/client.out" 2>&1
 if wait_line "$d/client.out" '^sent after-decline' 10; then

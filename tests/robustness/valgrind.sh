@@ -134,7 +134,8 @@ scn_server_only() {
 
 hostile_case() {  # DIR CASE: one hostile_client.py case against a valgrind'd shimmed stream_check serve
     local d=$1 case=$2 rc src vpid
-    vg_server "$d" ""
+    # inband-anyway: on a host without RDMA the server would read no HELLO at all (a plain client's bytes).
+    vg_server "$d" "RDMASOCK_FAULT=inband-anyway"
     vpid=$(pgrep -P "$spid")  # the server is timeout's child (valgrind keeps the program's pid)
     timeout -k 5 60 env -u LD_PRELOAD python3 "$HERE/hostile_client.py" "$port" "$vpid" 10000 "$case" \
         >"$d/client.out" 2>&1; rc=$?

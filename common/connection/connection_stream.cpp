@@ -572,10 +572,10 @@ uint64_t Connection::arrivals() {
         int saved = errno;
         bool fin = q == 0 && peek_tcp(&b, 1) == 0;
         errno = saved;
-        // And what the peer already wrote past its switch: those bytes are new data
-        // (an edge) though they wait behind TCP bytes not read yet.
-        const size_t ahead = transport_ ? ring_readable(nullptr) : 0;
-        return tcp_rx_.load() + q + ahead + (fin ? 1 : 0);
+        // (Counting what the peer already wrote past its switch here as well made
+        // nginx's proxy path lose an edge and hang in 3 of 8 runs: left out until
+        // understood; epoll_once.sh's ET server-first case shows the edge it misses.)
+        return tcp_rx_.load() + q + (fin ? 1 : 0);
     }
     ring::RingReader& rd = transport_->reader();
     // The FIN record is never consumed and peer_closed_ never clears: +1 once, for

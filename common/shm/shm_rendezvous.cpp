@@ -76,8 +76,10 @@ bool within_fd_budget(int highest_fd) {
 ShmRendezvous::~ShmRendezvous() { close(); }
 
 void ShmRendezvous::close() {
-    if (listen_fd_ >= 0) close_own_fd(listen_fd_);
-    if (chan_fd_ >= 0) close_own_fd(chan_fd_);
+    // Never a plain close: a stranger's connection or message may be queued there,
+    // with a file whose last close blocks (side_channel::close_channel).
+    if (listen_fd_ >= 0) side_channel::close_listener(listen_fd_, !listen_refuses_fds_);
+    if (chan_fd_ >= 0) side_channel::close_channel(chan_fd_, chan_may_hold_fds_);
     listen_fd_ = chan_fd_ = -1;
 }
 
@@ -108,29 +110,94 @@ bool ShmRendezvous::peer_gone(int tcp_fd) {
 
 bool ShmRendezvous::client_listen(int tcp_fd) {
     uint64_t ino = peer_check::inode_of(tcp_fd);
-    if (ino) listen_fd_ = side_channel::listen_for(ino);
+    if (ino) listen_fd_ = side_channel::listen_for(ino, listen_refuses_fds_, opt_.fault != "no-passrights");
+    chan_may_hold_fds_ = !listen_refuses_fds_;  // its connections inherit the setting
     return listen_fd_ >= 0;
 }
 
-ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
-    if (chan_fd_ < 0) {
-        if (listen_fd_ < 0) return fail("no side channel");
-        chan_fd_ = side_channel::accept_peer(listen_fd_);
-        if (chan_fd_ < 0) return Result::waiting;
+void ShmRendezvous::drop_candidate(const char* why) {
+    RS_LOG(info, "side channel: %s; listening on for the server", why);
+    side_channel::close_channel(chan_fd_, chan_may_hold_fds_);
+    chan_fd_ = -1;
+}
+
+bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
+    failed = false;
+    // Bounded per call: a stranger connecting in a loop costs each call a few syscalls.
+    for (int i = 0; i < 8; ++i) {
+        int c = side_channel::accept_peer(listen_fd_);
+        if (c < 0) return false;
+        // Who connected, by the kernel's word, before a byte of it is read.
+        pid_t pid = 0;
+        uid_t uid = static_cast<uid_t>(-1);
+        if (!side_channel::peer_credentials(c, pid, uid)) {
+            side_channel::close_channel(c, chan_may_hold_fds_);
+            continue;
+        }
+        if (peer_socket_.inode == 0) {
+            // The server end of our connection: local/remote swapped. Not connected
+            // yet: no server can know the name yet either; whoever this is goes.
+            sockaddr_storage local{}, remote{};
+            std::string err;
+            if (!peer_pair(tcp_fd, local, remote)) {
+                side_channel::close_channel(c, chan_may_hold_fds_);
+                continue;
+            }
+            if (!peer_check::find_socket(remote, local, peer_socket_, err)) {
+                side_channel::close_channel(c, chan_may_hold_fds_);
+                failed = true;
+                fail("cannot identify the server socket: " + err);
+                return false;
+            }
+        }
+        if (uid != peer_socket_.uid) {
+            // Not the server's owner: a stranger (the names are listed in
+            // /proc/net/unix). Dropped unread; the real server may still come.
+            RS_LOG(warn, "fd %d: side channel: refused a connection from pid %d uid %u (the server socket is uid %u's); listening on",
+                   tcp_fd, static_cast<int>(pid), static_cast<unsigned>(uid), static_cast<unsigned>(peer_socket_.uid));
+            side_channel::close_channel(c, chan_may_hold_fds_);
+            continue;
+        }
+        if (opt_.same_user_only && uid != geteuid()) {
+            side_channel::close_channel(c, chan_may_hold_fds_);
+            failed = true;
+            fail("OFFER refused: the peer is another user (RDMASOCK_SHM_USERS=same)");
+            return false;
+        }
+        chan_fd_ = c;
+        return true;
     }
+    return false;
+}
+
+ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
+    if (listen_fd_ < 0 && chan_fd_ < 0) return fail("no side channel");
     Wire w{};
-    auto r = side_channel::receive(chan_fd_, &w, sizeof w);
-    if (r.bytes < 0 && r.error == 0) return Result::waiting;
-    side_channel::close_fds(r);  // an OFFER carries none
-    if (r.bytes != sizeof w || r.truncated || w.magic != kMagic || w.version != kVersion || w.type != kOffer)
-        return fail("malformed OFFER on the side channel");
-    // The server end of our connection: local/remote swapped.
-    sockaddr_storage local{}, remote{};
+    side_channel::Received r;
+    for (;;) {
+        if (chan_fd_ < 0) {
+            bool failed = false;
+            if (!accept_candidate(tcp_fd, failed)) return failed ? Result::failed : Result::waiting;
+        }
+        r = side_channel::receive(chan_fd_, &w, sizeof w);
+        if (r.bytes < 0 && r.error == 0) return Result::waiting;
+        const bool had_fds = r.nfds > 0;
+        side_channel::close_fds(r);  // an OFFER carries none (SO_PASSRIGHTS refuses them where the kernel can)
+        if (r.bytes != sizeof w || r.truncated || had_fds || w.magic != kMagic || w.version != kVersion || w.type != kOffer) {
+            // The server's uid, but not a well-formed OFFER: not the server's shim. Listen on.
+            drop_candidate("a malformed OFFER");
+            continue;
+        }
+        std::string err;
+        if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err)) {
+            if (peer_gone(tcp_fd)) return fail("the peer closed before the switch");
+            RS_LOG(warn, "fd %d: side channel: OFFER refused (pid %d): %s", tcp_fd, static_cast<int>(r.pid), err.c_str());
+            drop_candidate("an OFFER refused");
+            continue;
+        }
+        break;
+    }
     std::string err;
-    if (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))
-        return fail("cannot identify the server socket: " + err);
-    if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
-        return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "OFFER refused: " + err);
     const uint64_t wanted = ring::valid_capacity(w.ring_bytes) ? std::min(w.ring_bytes, opt_.ring_bytes) : opt_.ring_bytes;
     // Smaller rings, or none, rather than memory the program may need (memory_budget.hpp).
     memory_budget::Reservation reserved;  // until the rings below hold their memory
@@ -162,7 +229,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     int fds[3] = {t->channel().memfd_fd(), peers, mine};
     if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 3)) return fail(std::string("cannot send ACCEPT: ") + strerror(errno));
     t->channel().release_memfd();  // the mapping stays; the server has its own fd now
-    close_own_fd(listen_fd_);
+    side_channel::close_listener(listen_fd_, !listen_refuses_fds_);
     listen_fd_ = -1;
     transport = std::move(t);
     return Result::done;
@@ -187,8 +254,25 @@ ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
     // The client end of our connection: its local address is our remote one.
     if (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))
         return fail("cannot identify the client socket: " + err);
-    chan_fd_ = side_channel::connect_to(peer_socket_.inode);
+    bool fds_refused = false;
+    chan_fd_ = side_channel::connect_to(peer_socket_.inode, fds_refused, opt_.fault != "no-passrights");
+    chan_may_hold_fds_ = !fds_refused;
     if (chan_fd_ < 0) return fail("the client has no side channel");
+    // Who listens there, by the kernel's word (its listen()), before we say a
+    // thing or read a byte: anyone may bind a name first. Someone else than the
+    // client socket's owner learns nothing from us (our fd number goes only to
+    // the owner) and can hand us nothing (fds stay refused).
+    pid_t pid = 0;
+    uid_t uid = static_cast<uid_t>(-1);
+    if (!side_channel::peer_credentials(chan_fd_, pid, uid)) return fail("no credentials for the side-channel listener");
+    if (uid != peer_socket_.uid) {
+        RS_LOG(warn, "fd %d: the side-channel name of the client socket is held by pid %d uid %u, not by the socket's owner (uid %u): no OFFER",
+               tcp_fd, static_cast<int>(pid), static_cast<unsigned>(uid), static_cast<unsigned>(peer_socket_.uid));
+        return fail("the side-channel name is held by another user than the client");
+    }
+    // The ACCEPT brings the rings and doorbells. (Without SO_PASSRIGHTS fds were never refused.)
+    if (fds_refused) side_channel::allow_fds(chan_fd_, true);
+    chan_may_hold_fds_ = true;
     Wire o = make(kOffer, tcp_fd, opt_.ring_bytes);
     if (!side_channel::send(chan_fd_, &o, sizeof o, nullptr, 0)) return fail("cannot send OFFER");
     return Result::waiting;
@@ -213,6 +297,9 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
         return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "ACCEPT refused: " + err);
     int memfd = r.fds[0], mine = r.fds[1], peers = r.fds[2];
+    // Types first: a file of another kind would be closed by our refusal, and its
+    // close may block (a lingering TCP socket); close_fds knows which may not.
+    if (kernel::fcntl(memfd, F_GET_SEALS) < 0) return fail("the client's rings are not a memfd");
     if (!is_eventfd(mine) || !is_eventfd(peers)) return fail("the client's doorbells are not eventfds");
     if (!within_fd_budget(std::max(mine, peers))) return fail("over half of the file descriptor limit in use");
     r.nfds = 0;  // ours now

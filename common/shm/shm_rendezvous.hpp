@@ -6,7 +6,11 @@
 //   client (connect)      binds the side-channel name of its TCP socket's inode
 //   server (first I/O)    finds the client socket's inode with sock_diag, connects,
 //                         sends OFFER (its own fd number; credentials by the kernel)
-//   client (next call)    accepts, checks the sender holds the server end of this
+//                         (only after the kernel's credentials of the listener say
+//                         it belongs to the client socket's owner)
+//   client (next call)    accepts; a connection from another uid than the server
+//                         socket's owner is dropped unread and listening goes on;
+//                         reads OFFER, checks the sender holds the server end of this
 //                         TCP connection, creates the sealed rings and two eventfds,
 //                         sends ACCEPT with them (SCM_RIGHTS)
 //   server (next call)    checks the sender holds the client end, maps the rings,
@@ -67,10 +71,17 @@ private:
     bool peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote);
     bool peer_gone(int tcp_fd);
     Result fail(std::string why);
+    // Client: the next pending connection whose owner may be the server; strangers
+    // are dropped unread. false: none yet (or `fail` set why_).
+    bool accept_candidate(int tcp_fd, bool& failed);
+    // Client: drops the side channel it took, keeps listening.
+    void drop_candidate(const char* why);
 
     Options opt_;
     int listen_fd_ = -1;  // client: the side-channel name
     int chan_fd_ = -1;    // both: the side channel itself
+    bool listen_refuses_fds_ = false;  // SO_PASSRIGHTS off on the listener (and so its connections)
+    bool chan_may_hold_fds_ = true;    // fds may have been queued to chan_fd_ (side_channel::close_channel)
     peer_check::SocketId peer_socket_;
     std::string why_;
 };

@@ -50,6 +50,7 @@ inline int shutdown(int fd, int how) { return static_cast<int>(raw_syscall(SYS_s
 inline int eventfd(unsigned initval, int flags) { return static_cast<int>(raw_syscall(SYS_eventfd2, initval, flags)); }
 inline int fcntl(int fd, int cmd, long arg = 0) { return static_cast<int>(raw_syscall(SYS_fcntl, fd, cmd, arg)); }
 inline int open(const char* path, int flags) { return static_cast<int>(raw_syscall(SYS_openat, AT_FDCWD, path, flags, 0)); }
+inline int ioctl(int fd, unsigned long req, void* arg) { return static_cast<int>(raw_syscall(SYS_ioctl, fd, req, arg)); }
 inline int fstat(int fd, struct stat* st) { return static_cast<int>(raw_syscall(SYS_fstat, fd, st)); }
 
 }  // namespace rdmasock::kernel

@@ -80,6 +80,8 @@ int dup_own_fd(int fd) {
     return d;
 }
 
+void mark_own_fd(int fd) { set_mark(fd, true); }
+
 void unmark_own_fd(int fd) { set_mark(fd, false); }
 
 bool is_own_fd(int fd) {

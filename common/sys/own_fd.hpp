@@ -29,6 +29,9 @@ namespace rdmasock {
 int adopt_own_fd(int fd);
 // A new, marked, close-on-exec duplicate of `fd` at a high number; -1 on failure.
 int dup_own_fd(int fd);
+// Marks `fd` where it is (no move: moving closes the old number, and a close
+// of a file a stranger handed us may block; fd_reaper.hpp).
+void mark_own_fd(int fd);
 // Unmarks without closing (the number's owner is about to close it itself).
 void unmark_own_fd(int fd);
 bool is_own_fd(int fd);

@@ -62,6 +62,7 @@ bool ensure_thread() {
         if (ok) {
             g_owner.store(me, std::memory_order_release);
             g_started.fetch_add(1);
+            RS_LOG(info, "started a thread that closes the files a peer handed over whose close may block");
         }
     }
     g_creating.store(false);

@@ -6,7 +6,8 @@
 Connects to the side-channel name the victim client's shim published for its TCP socket
 (inode INODE) and sends a well-formed OFFER claiming fd CLAIMED_FD (default 3) as its
 socket. A correct shim checks the sender (uid and /proc/PID/fd against sock_diag) and
-refuses: it closes the side channel and sends no fd. Prints "connected" once the OFFER is sent, then one line:
+refuses: it closes the side channel and sends no fd (a sender of another uid than the
+server socket's is dropped before its OFFER is read: a reset). Prints "connected" once the OFFER is sent, then one line:
   refused                  the side channel closed, no fd received
   GOT-FDS n                the shim handed over n fds (a security failure)
   no-side-channel          the name does not exist
@@ -37,6 +38,10 @@ try:
 except socket.timeout:
     print("timeout", flush=True)
     sys.exit(1)
+except ConnectionResetError:
+    # Closed with our OFFER unread (a stranger is dropped before a byte of it is read).
+    print("refused", flush=True)
+    sys.exit(0)
 n = 0
 for level, kind, data in anc:
     if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:

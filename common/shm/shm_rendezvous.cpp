@@ -174,7 +174,8 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     if (listen_fd_ < 0 && chan_fd_ < 0) return fail("no side channel");
     Wire w{};
     side_channel::Received r;
-    for (;;) {
+    for (int candidates = 0;; ++candidates) {
+        if (candidates == 8) return Result::waiting;  // bounded per call, as accept_candidate
         if (chan_fd_ < 0) {
             bool failed = false;
             if (!accept_candidate(tcp_fd, failed)) return failed ? Result::failed : Result::waiting;

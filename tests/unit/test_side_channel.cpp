@@ -19,6 +19,7 @@
 
 #include "connection/connection.hpp"
 #include "connection_io.hpp"
+#include "shm/fd_reaper.hpp"
 #include "shm/memfd_segment.hpp"
 #include "shm/peer_check.hpp"
 #include "shm/shm_channel.hpp"
@@ -138,6 +139,39 @@ TEST_CASE("the side channel carries fds and the sender's kernel-checked credenti
     CHECK(none.bytes < 0);
     CHECK(none.error == 0);  // nothing yet, not an error
     close(pipefd[0]), close(pipefd[1]), close(sv[0]), close(sv[1]);
+}
+
+TEST_CASE("a file a peer handed over is closed in place only when its close cannot block") {
+    // (issue 38) A pipe closes in place; a TCP socket (whose last close may linger) and a
+    // side-channel socket with a message still queued go to the shim's own thread.
+    const unsigned before = fd_reaper::started();
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    side_channel::discard_fd(p[0]);
+    CHECK(fcntl(p[0], F_GETFD) < 0);
+    CHECK(fd_reaper::started() == before);
+    close(p[1]);
+    // A socket pair with nothing queued: closed in place, even when it may hold fds.
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    side_channel::close_channel(sv[1], true);
+    CHECK(fcntl(sv[1], F_GETFD) < 0);
+    CHECK(fd_reaper::started() == before);
+    close(sv[0]);
+    // A message queued and never read: its fds would be dropped by our close.
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    REQUIRE(pipe(p) == 0);
+    REQUIRE(side_channel::send(sv[0], "x", 1, p, 1));
+    side_channel::close_channel(sv[1], true);
+    CHECK(fd_reaper::started() >= std::min(before + 1, 1u));
+    int tcp = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(tcp >= 0);
+    side_channel::discard_fd(tcp);
+    // The thread closes it soon; the number is the shim's until then (the program's close: EBADF).
+    bool closed = false;
+    for (int i = 0; i < 2000 && !closed; ++i) closed = fcntl(tcp, F_GETFD) < 0 || (usleep(1000), false);
+    CHECK(closed);
+    close(p[0]), close(p[1]), close(sv[0]);
 }
 
 TEST_CASE("sock_diag finds the peer socket of a loopback connection and holds() checks the fd") {

@@ -9,9 +9,9 @@
 #include <cerrno>
 
 #include "base/log.hpp"
+#include "sys/kernel_calls.hpp"
 #include "sys/own_fd.hpp"
 #include "sys/process_id.hpp"
-#include "sys/raw_syscall.hpp"
 
 namespace rdmasock::fd_reaper {
 
@@ -33,7 +33,7 @@ void* run(void*) {
             const int v = s.exchange(0, std::memory_order_acq_rel);
             if (v) close_own_fd(v - 1);  // may block: that is what this thread is for
         }
-        raw_syscall(SYS_futex, &g_seq, FUTEX_WAIT_PRIVATE, seen, nullptr);
+        kernel::futex(&g_seq, FUTEX_WAIT_PRIVATE, seen);
     }
     return nullptr;
 }
@@ -43,7 +43,7 @@ bool ensure_thread() {
     if (g_owner.load(std::memory_order_acquire) == me) return true;
     // A vfork child shares our memory and must not start threads: the fd stays
     // queued, and the parent's thread (or the child's exec) deals with it.
-    if (raw_syscall(SYS_getpid) != me) return false;
+    if (kernel::getpid() != me) return false;
     bool expected = false;
     if (!g_creating.compare_exchange_strong(expected, true)) return false;  // another thread creates it now
     bool ok = g_owner.load() == me;
@@ -93,7 +93,7 @@ void close_later(int fd) {
         // time), then wake it, in case it slept before our slot was filled.
         for (int i = 0; !ensure_thread() && g_creating.load() && i < 1000; ++i) sched_yield();
         if (g_owner.load(std::memory_order_acquire) == current_pid())
-            raw_syscall(SYS_futex, &g_seq, FUTEX_WAKE_PRIVATE, 1);
+            kernel::futex(&g_seq, FUTEX_WAKE_PRIVATE, 1);
     }
     errno = saved;
 }

@@ -51,7 +51,7 @@ bool closes_at_once(int fd) {
     if (S_ISREG(st.st_mode)) return kernel::fcntl(fd, F_GET_SEALS) >= 0;
     char path[64], link[64];
     std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    ssize_t n = ::readlink(path, link, sizeof link - 1);
+    ssize_t n = kernel::readlink(path, link, sizeof link - 1);
     return n > 0 && (link[n] = 0, std::strcmp(link, "anon_inode:[eventfd]") == 0);
 }
 
@@ -176,8 +176,10 @@ void close_fds(Received& r) {
 
 void discard_fd(int fd) {
     if (fd < 0) return;
+    int saved = errno;
     if (closes_at_once(fd)) close_own_fd(fd);
     else fd_reaper::close_later(fd);
+    errno = saved;
 }
 
 void close_channel(int fd, bool may_hold_fds) {

@@ -51,6 +51,10 @@ inline int eventfd(unsigned initval, int flags) { return static_cast<int>(raw_sy
 inline int fcntl(int fd, int cmd, long arg = 0) { return static_cast<int>(raw_syscall(SYS_fcntl, fd, cmd, arg)); }
 inline int open(const char* path, int flags) { return static_cast<int>(raw_syscall(SYS_openat, AT_FDCWD, path, flags, 0)); }
 inline int ioctl(int fd, unsigned long req, void* arg) { return static_cast<int>(raw_syscall(SYS_ioctl, fd, req, arg)); }
+inline ssize_t readlink(const char* path, char* buf, size_t n) { return raw_syscall(SYS_readlinkat, AT_FDCWD, path, buf, n); }
+inline int getpid() { return static_cast<int>(raw_syscall(SYS_getpid)); }
+// FUTEX_WAIT_PRIVATE / FUTEX_WAKE_PRIVATE on a 32-bit word (no timeout).
+inline long futex(void* word, int op, unsigned val) { return raw_syscall(SYS_futex, word, op, val, nullptr); }
 inline int fstat(int fd, struct stat* st) { return static_cast<int>(raw_syscall(SYS_fstat, fd, st)); }
 
 }  // namespace rdmasock::kernel

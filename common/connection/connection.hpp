@@ -511,6 +511,11 @@ private:
     std::unique_ptr<ShmRendezvous> rv_;
     uint64_t tcp_tx_ = 0;                 // bytes sent over TCP before the ring took over
     std::atomic<uint64_t> tcp_rx_{0};     // bytes received over TCP (side-channel path)
+    // TCP bytes read while the peer's ring already held bytes behind them
+    // (EPOLLET, Connection::arrivals): over TCP the room such a read makes
+    // draws the writer's next bytes, a new arrival; here those bytes wait in
+    // the ring already, so the read itself counts as that arrival.
+    std::atomic<uint64_t> tcp_read_ahead_of_ring_{0};
     bool tx_switched_ = false;
     std::atomic<uint64_t> rx_switch_at_{~0ull};  // the peer's switch offset, latched
     bool side_tried_ = false;

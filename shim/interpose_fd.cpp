@@ -86,7 +86,7 @@ int close(int fd) {
     return kept(calls().close(fd));
 }
 
-int dup(int fd) { return track_dup(fd, calls().dup(fd)); }
+int dup(int fd) { return track_dup(fd, shim::again_if_table_full([&] { return calls().dup(fd); })); }
 
 int dup2(int oldfd, int newfd) {
     shim::ErrnoKept kept;

@@ -90,13 +90,26 @@ void keep_every_connection_on_tcp(const char* why) {
     Connection::hand_over_all(back, why);  // both ends of a connection may be ours
 }
 
+bool give_back_fds() {
+    if (!fd_table_built() || in_vfork_child() || own_fd_count() == 0) return false;
+    const int saved = errno;
+    int given = 0;
+    for (int fd : fd_table().present_in(0, INT_MAX)) {
+        auto s = fd_table().get(fd);
+        if (s && s->conn && s->conn->give_back_side_channel("the file descriptor table was full")) ++given;
+    }
+    if (given) RS_LOG(info, "the file descriptor table was full: %d connection(s) gave their side channel back and stay on tcp", given);
+    errno = saved;
+    return given > 0;
+}
+
 }  // namespace rdmasock::shim
 
 extern "C" {
 
 int socket(int domain, int type, int protocol) {
     shim::ErrnoKept kept;
-    int fd = calls().socket(domain, type, protocol);
+    int fd = shim::again_if_table_full([&] { return calls().socket(domain, type, protocol); });
     shim::forget_stale_fd(fd);
     if (fd >= 0 && is_tcp(domain, type, protocol)) {
         auto s = std::make_shared<Socket>();
@@ -226,12 +239,12 @@ static int accepted(int listen_fd, int fd, int flags) {
 
 int accept(int fd, sockaddr* addr, socklen_t* len) {
     shim::ErrnoKept kept;
-    return kept(accepted(fd, calls().accept(fd, addr, len), 0));
+    return kept(accepted(fd, shim::again_if_table_full([&] { return calls().accept(fd, addr, len); }), 0));
 }
 
 int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
     shim::ErrnoKept kept;
-    return kept(accepted(fd, calls().accept4(fd, addr, len, flags), flags));
+    return kept(accepted(fd, shim::again_if_table_full([&] { return calls().accept4(fd, addr, len, flags); }), flags));
 }
 
 int shutdown(int fd, int how) {
@@ -263,7 +276,8 @@ int fcntl(int fd, int cmd, ...) {
         errno = EBADF;
         return -1;
     }
-    int r = calls().fcntl(fd, cmd, arg);
+    int r = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? shim::again_if_table_full([&] { return calls().fcntl(fd, cmd, arg); })
+                                                      : calls().fcntl(fd, cmd, arg);
     if (r < 0 || !fd_table().contains(fd)) return kept(r);
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return kept(shim::track_dup(fd, r));
     if (cmd == F_SETFL) {

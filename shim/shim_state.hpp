@@ -1,6 +1,8 @@
 // Process-wide shim state: configuration, statistics, fork bookkeeping.
 #pragma once
 
+#include <cerrno>
+
 #include <memory>
 
 #include "base/config.hpp"
@@ -31,5 +33,16 @@ void keep_every_connection_on_tcp(const char* why);
 const char* process_on_tcp_reason();
 // The program asks for an io_uring (liburing, or syscall(SYS_io_uring_setup)).
 void io_uring_requested();
+// A descriptor-making call of the program failed with EMFILE: rendezvous that
+// made no rings give their side-channel sockets back (common/sys/fd_budget.hpp).
+// True when some did: the call is worth making again.
+bool give_back_fds();
+// `call` once, and once more if it failed with EMFILE and give_back_fds() freed some.
+template <class Call>
+int again_if_table_full(Call call) {
+    int fd = call();
+    if (fd < 0 && errno == EMFILE && give_back_fds()) fd = call();
+    return fd;
+}
 
 }  // namespace rdmasock::shim

@@ -1,3 +1,4 @@
+#include "sys/fd_budget.hpp"
 #include "sys/raw_syscall.hpp"
 #include "sys/kernel_calls.hpp"
 #include "connection/connection_detail.hpp"
@@ -172,6 +173,11 @@ static ShmRendezvous::Options rendezvous_options(const Config& c) {
 }
 
 bool Connection::start_rendezvous_client() {
+    // A listener now, a side channel and doorbells later (sys/fd_budget.hpp).
+    if (!fd_budget::may_take(3)) {
+        RS_LOG(info, "fd %d: the shim's share of file descriptors is in use; staying on tcp", fd_);
+        return false;
+    }
     auto rv = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
     if (config_.fault == "client-listen" || !rv->client_listen(fd_)) return false;
     rv_ = std::move(rv);

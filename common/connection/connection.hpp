@@ -163,6 +163,10 @@ public:
     // the connection goes back to TCP, or declines a later in-band offer. False
     // when it stays where it is (RDMA rings: the way back would wait for the peer).
     bool keep_on_tcp(const char* why);
+    // The program's descriptor table is full: a rendezvous that has made no
+    // rings yet gives its side-channel sockets back and the connection stays on
+    // TCP. True when it did (sys/fd_budget.hpp).
+    bool give_back_side_channel(const char* why);
     // keep_on_tcp() without the hand-over (the caller hands several over at once):
     // true when the connection should go back now.
     bool mark_tcp_only(const char* why);

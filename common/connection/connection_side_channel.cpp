@@ -223,3 +223,20 @@ bool Connection::fin_peer_gone() {
 bool Connection::reader_gone() { return peer_closed_.load() || fin_peer_gone(); }
 
 }  // namespace rdmasock
+
+namespace rdmasock {
+
+// The program's descriptor table is full (sys/fd_budget.hpp): a rendezvous that
+// made no rings gives its side-channel sockets back. No byte moved off TCP yet,
+// so the connection simply stays there, as begin_hand_over does in these phases.
+bool Connection::give_back_side_channel(const char* why) {
+    auto early = [](Phase p) { return p == Phase::rv_listen || p == Phase::rv_offered; };
+    if (!early(phase())) return false;
+    signals::DeferHandlers held;  // a handler on this thread must not wait for handshake_mu_
+    std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+    if (!early(phase())) return false;
+    become_plain(why);
+    return true;
+}
+
+}  // namespace rdmasock

@@ -28,14 +28,18 @@ std::atomic<unsigned> g_highest{0};  // bounds the scans of close_range/closefro
 bool tracked(int fd) { return fd >= 0 && static_cast<unsigned>(fd) < kTracked; }
 uint64_t bit_of(int fd) { return uint64_t{1} << (fd % 64); }
 
-void set_bit(std::atomic<uint64_t>* bits, int fd, bool on) {
-    if (!tracked(fd)) return;
-    if (on) bits[fd / 64].fetch_or(bit_of(fd), std::memory_order_seq_cst);
-    else bits[fd / 64].fetch_and(~bit_of(fd), std::memory_order_seq_cst);
+std::atomic<int> g_marked{0};   // how many numbers are marked (fd_budget.hpp)
+
+// Whether the bit changed.
+bool set_bit(std::atomic<uint64_t>* bits, int fd, bool on) {
+    if (!tracked(fd)) return false;
+    const uint64_t was = on ? bits[fd / 64].fetch_or(bit_of(fd), std::memory_order_seq_cst)
+                            : bits[fd / 64].fetch_and(~bit_of(fd), std::memory_order_seq_cst);
+    return ((was & bit_of(fd)) != 0) != on;
 }
 
 void set_mark(int fd, bool on) {
-    set_bit(g_marks, fd, on);
+    if (set_bit(g_marks, fd, on)) g_marked.fetch_add(on ? 1 : -1, std::memory_order_relaxed);
     if (!on || !tracked(fd)) return;
     unsigned h = g_highest.load(std::memory_order_relaxed);
     while (static_cast<unsigned>(fd) > h && !g_highest.compare_exchange_weak(h, static_cast<unsigned>(fd))) {}
@@ -83,6 +87,8 @@ int dup_own_fd(int fd) {
 void mark_own_fd(int fd) { set_mark(fd, true); }
 
 void unmark_own_fd(int fd) { set_mark(fd, false); }
+
+int own_fd_count() { return g_marked.load(std::memory_order_relaxed); }
 
 bool is_own_fd(int fd) {
     if (!tracked(fd)) return false;

@@ -35,6 +35,8 @@ void mark_own_fd(int fd);
 // Unmarks without closing (the number's owner is about to close it itself).
 void unmark_own_fd(int fd);
 bool is_own_fd(int fd);
+// How many numbers are the shim's now (fd_budget.hpp).
+int own_fd_count();
 // The marked numbers in [first, last], in order.
 std::vector<int> own_fds_in(unsigned first, unsigned last);
 void close_own_fd(int fd);

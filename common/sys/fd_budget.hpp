@@ -1,0 +1,23 @@
+// The shim's share of the application's file descriptors (issue 37; docs/robustness.md,
+// "File descriptors").
+//
+// Over TCP a connection costs its program one descriptor. The shim adds its own:
+// a side-channel listener from connect() until the rendezvous ends, side-channel
+// sockets, doorbells. Those must never make a call of the program fail that would
+// succeed without the shim. Two rules, both cheap:
+// - a share: the shim starts no rendezvous while its own descriptors (own_fd.hpp)
+//   fill an eighth of the soft RLIMIT_NOFILE (at least 16); the connection stays
+//   on TCP, which needs none;
+// - give back on EMFILE: when a descriptor-making call of the program (socket,
+//   accept, dup...) finds the table full and the shim holds descriptors of
+//   rendezvous that have made no rings yet, those rendezvous end (their
+//   connections stay on TCP, nothing was switched) and the call is made again.
+//   (shim/interpose_socket.cpp, give_back_fds)
+#pragma once
+
+namespace rdmasock::fd_budget {
+
+// True when the shim may take `n` more descriptors of its own.
+bool may_take(int n);
+
+}  // namespace rdmasock::fd_budget

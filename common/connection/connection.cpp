@@ -174,7 +174,7 @@ static ShmRendezvous::Options rendezvous_options(const Config& c) {
 
 bool Connection::start_rendezvous_client() {
     // A listener now, a side channel and doorbells later (sys/fd_budget.hpp).
-    if (!fd_budget::may_take(3)) {
+    if (!fd_budget::may_take(3, fd_)) {
         RS_LOG(info, "fd %d: the shim's share of file descriptors is in use; staying on tcp", fd_);
         return false;
     }

@@ -5,9 +5,9 @@
 // a side-channel listener from connect() until the rendezvous ends, side-channel
 // sockets, doorbells. Those must never make a call of the program fail that would
 // succeed without the shim. Two rules, both cheap:
-// - a share: the shim starts no rendezvous while its own descriptors (own_fd.hpp)
-//   fill an eighth of the soft RLIMIT_NOFILE (at least 16); the connection stays
-//   on TCP, which needs none;
+// - a share: once the program's own numbers reach half the soft RLIMIT_NOFILE,
+//   the shim starts no rendezvous while its own descriptors (own_fd.hpp) fill an
+//   eighth of it (at least 16); the connection stays on TCP, which needs none;
 // - give back on EMFILE: when a descriptor-making call of the program (socket,
 //   accept, dup...) finds the table full and the shim holds descriptors of
 //   rendezvous that have made no rings yet, those rendezvous end (their
@@ -17,7 +17,9 @@
 
 namespace rdmasock::fd_budget {
 
-// True when the shim may take `n` more descriptors of its own.
-bool may_take(int n);
+// True when the shim may take `n` more descriptors of its own beside the
+// program's descriptor `app_fd` (the newest one: the kernel hands out the lowest
+// free number, so it tells how full the program's part of the table is).
+bool may_take(int n, int app_fd);
 
 }  // namespace rdmasock::fd_budget

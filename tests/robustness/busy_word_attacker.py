@@ -4,7 +4,13 @@ busy words of the shared control page (ring_control.hpp: writer_busy / reader_bu
 busy_words.sh. Run it UNDER LD_PRELOAD (its own shim maps the rings: we find them in
 /proc/self/maps as "memfd:rdmasock-ring").
 
-  busy_word_attacker.py PORT SERVER_PID CONNECTIONS
+  busy_word_attacker.py PORT SERVER_PID CONNECTIONS [--punch]
+
+--punch: instead, punch holes in the shared segment (madvise MADV_REMOVE on the mapping: the
+fallocate(FALLOC_FL_PUNCH_HOLE) of shmem, which the seals cannot forbid) between round trips:
+the whole segment, the control pages, the rings. A punched page reads as zeros, as if the peer had
+written zeros, which it may: the server must neither crash nor hang nor send wrong bytes; our own
+round trip may stall (we destroyed what was sent to us: 2 s, then we close) or end.
 
 Connection i: round trips until a new ring mapping shows up (else: no shm, it counts as "tcp"), then
 one variant of (word, value): words writer (the ring the server writes), reader (the ring it reads)
@@ -20,6 +26,15 @@ import sys
 import time
 
 PORT, SERVER_PID, CONNS = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+PUNCH = "--punch" in sys.argv[4:]
+MADV_REMOVE = 9
+libc = ctypes.CDLL(None, use_errno=True)
+libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+def punch(addr, length):
+    if libc.madvise(addr, length, MADV_REMOVE) != 0:
+        raise OSError(ctypes.get_errno(), "madvise(MADV_REMOVE)")
 PAGE = 4096
 # shm_channel.hpp: [header][control 0][control 1][ring 0][ring 1]; the client creates the
 # segment (side 0) and writes ring 0; the server (side 1) writes ring 1 and reads ring 0.
@@ -89,6 +104,36 @@ for i in range(CONNS):
                 break
         if mapping is None:
             outcome = outcome if outcome != "?" else "tcp"
+        elif PUNCH:
+            base, end = mapping
+            ring = (end - base - 3 * PAGE) // 2
+            where = [("all", base, end - base), ("control", base + PAGE, 2 * PAGE),
+                     ("rings", base + 3 * PAGE, 2 * ring), ("server's rx ring", base + 3 * PAGE, ring)][i % 4]
+            word = where[0]
+            vname = "holes"
+            s.settimeout(2)
+            outcome = "went on"
+            for k in range(20):
+                data = b"punch-%02d-" % k * 50
+                s.sendall(data)
+                punch(where[1], where[2])
+                got = b""
+                try:
+                    while len(got) < len(data):
+                        b = s.recv(65536)
+                        if not b:
+                            break
+                        got += b
+                except socket.timeout:
+                    outcome = f"stalled after {k} round trips"
+                    break
+                if got != data[:len(got)]:
+                    outcome = f"WRONG BYTES {got[:40]!r}"
+                    bad += 1
+                    break
+                if len(got) < len(data):
+                    outcome = f"ended (eof after {k} round trips)"
+                    break
         else:
             value = vfun()
             base = mapping[0]

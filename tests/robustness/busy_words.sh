@@ -15,7 +15,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CONNS=${CONNS:-30}
-bg SERVER timeout -k 2 170 env LD_PRELOAD="$SHIM" RDMASOCK_STATS=1 python3 "$HERE/epoll_echo.py" "$T/port" \
+bg SERVER timeout -k 2 240 env LD_PRELOAD="$SHIM" RDMASOCK_STATS=1 python3 "$HERE/epoll_echo.py" "$T/port" \
     >"$T/server.out" 2>"$T/server.err"
 wait_file "$T/port" 10 || die "echo server did not start: $(cat "$T/server.err")"
 PORT=$(cat "$T/port")
@@ -52,6 +52,23 @@ esac
 nshm=$(grep -cE ':= ' "$T/attacker.out")
 (( nshm >= CONNS / 2 )) || fail "only $nshm of $CONNS attacker connections reached shm"
 grep -qE 'ended \((ConnectionResetError|eof|BrokenPipeError)' "$T/attacker.out" || fail "no abused connection was ended"
+
+# Holes: the peer punches its segment (MADV_REMOVE = FALLOC_FL_PUNCH_HOLE on shmem; only F_SEAL_WRITE
+# would forbid it, and both ends write). Punched pages read as zeros: "no record yet" to a reader,
+# as if the peer had stopped sending. The server must not crash, hang or send wrong bytes, and must
+# end each of these connections when the attacker closes it (liveness: 60 s for 8 connections that
+# each stall at most 2 s on the attacker's side).
+nconn0=$(grep -c '^conn ' "$T/server.out")
+timeout -k 2 60 env LD_PRELOAD="$SHIM" python3 "$HERE/busy_word_attacker.py" "$PORT" "$SPID" 8 --punch \
+    >"$T/punch.out" 2>"$T/punch.err"
+rc=$?
+sed 's/^/    /' "$T/punch.out"
+[[ $rc -eq 0 ]] || fail "hole-punching attacker exit $rc: $(grep -E 'HANG|WRONG' "$T/punch.out" | head -n 3) $(tail -n 3 "$T/punch.err")"
+(( $(grep -c ':= holes' "$T/punch.out") >= 4 )) || fail "too few hole-punching connections reached shm"
+kill -0 "$SPID" 2>/dev/null || die "server died after the holes: $(tail -n 5 "$T/server.err")"
+for i in $(seq 1 200); do (( $(grep -c '^conn ' "$T/server.out") >= nconn0 + 8 )) && break; sleep 0.05; done
+(( $(grep -c '^conn ' "$T/server.out") >= nconn0 + 8 )) ||
+    fail "the server did not end the 8 punched connections within 10 s of their close"
 
 touch "$T/stop"
 wait "$G1" "$G2"

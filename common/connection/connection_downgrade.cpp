@@ -137,6 +137,7 @@ void Connection::take_back_locked() {
         // A ring that fails validation or a socket gone mid-resend: the stream
         // cannot continue in order. Loudly, as TCP reports a broken connection.
         RS_LOG(error, "fd %d: taking the ring back to tcp failed (%s); resetting", fd_, t.err.c_str());
+        if (t.abused) busy_abused_.store(true);  // no second wait on that word
         if (in_band() || t.abused) {
             reset_both("the take-back failed");  // a RST: after our marker, TCP bytes are data
         } else {

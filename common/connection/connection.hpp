@@ -43,6 +43,7 @@
 #include "shm/shm_rendezvous.hpp"
 #include "wait/side_lock.hpp"
 #include "wait/spin_policy.hpp"
+#include "ring/busy_lock.hpp"
 #include "ring/transport.hpp"
 
 namespace rdmasock {
@@ -324,6 +325,8 @@ private:
     bool lock_or_eagain(std::unique_lock<SideLock>& lk, int flags);
     bool lock_ring_side(std::unique_lock<SideLock>& lk, int flags, bool reader, const CallTimeout& tmo);
     bool lock_busy(std::atomic<int32_t>& word);
+    busy_lock::Policy busy_policy(const std::atomic<int32_t>& word) const;
+    std::atomic<bool> busy_abused_{false};  // reset for a busy word held by no process of ours
     bool ask_pending();      // handing over, and our receives not yet asked for
     void ask_locked();       // holding read_mu_: ask the peer for our receives
     // The way back agreed in band (Transport::back_in_band, back_marker.hpp;

@@ -14,6 +14,7 @@
 
 #include "ring/downgrade.hpp"
 #include "shm/leftover.hpp"
+#include "shm/peer_check.hpp"
 #include "base/log.hpp"
 #include "sys/thread_cancel.hpp"
 
@@ -21,6 +22,29 @@ namespace rdmasock {
 
 using namespace detail;
 using downgrade::state, downgrade::kRing, downgrade::kAsked, downgrade::kBack;
+
+namespace {
+
+// Who holds a busy word of our rings (busy_lock.hpp): dead or alive by the
+// kernel, then one of our end when it holds our very TCP socket (a fork, an fd
+// passed by SCM_RIGHTS); anyone else is the peer or a stranger.
+struct EndJudge final : busy_lock::Judge {
+    int32_t self;
+    uint64_t inode;
+    EndJudge(int32_t s, uint64_t i) : self(s), inode(i) {}
+    busy_lock::Who who(int32_t pid) override {
+        auto w = busy_lock::by_kill(pid, self, busy_lock::Who::foreign);
+        if (w == busy_lock::Who::foreign && peer_check::holds_socket(pid, inode)) w = busy_lock::Who::relative;
+        return w;
+    }
+};
+
+// An honest holder keeps a word for one copy; one that is not of our end gets
+// this long (asleep) before we call it abuse: a preempted peer in its
+// take-back (it holds our reader_busy) or reader (the one we take back from).
+constexpr int64_t kForeignGraceUs = 100'000;
+
+}  // namespace
 
 // A peer gone before its take-back (its socket ended): the ring's `left`
 // unread bytes are final. Read them out (the caller holds reader_busy) and keep
@@ -104,12 +128,17 @@ void Connection::take_back_locked() {
     const int saved = errno;
     auto& w = transport_->writer();
     auto t = in_band() ? downgrade::take_back_until(*c, transport_->tx_ring(), w.capacity(), transport_->tx_end(), out)
-                       : downgrade::take_back(*c, transport_->tx_ring(), w.capacity(), current_pid(), out);
+                       : [&] {
+                             EndJudge judge(current_pid(), socket_inode());
+                             return downgrade::take_back(*c, transport_->tx_ring(), w.capacity(), current_pid(), out, &judge,
+                                                         busy_policy(c->reader_busy));
+                         }();
     if (!t.ok) {
         // A ring that fails validation or a socket gone mid-resend: the stream
         // cannot continue in order. Loudly, as TCP reports a broken connection.
         RS_LOG(error, "fd %d: taking the ring back to tcp failed (%s); resetting", fd_, t.err.c_str());
-        if (in_band()) {
+        if (t.abused) busy_abused_.store(true);  // no second wait on that word
+        if (in_band() || t.abused) {
             reset_both("the take-back failed");  // a RST: after our marker, TCP bytes are data
         } else {
             peer_reset_.store(true);
@@ -156,9 +185,28 @@ void Connection::tx_leave_locked() {
     }
 }
 
+busy_lock::Policy Connection::busy_policy(const std::atomic<int32_t>&) const {
+    // Our own pid gets the grace too, not the patience: a thread of ours holds
+    // a word for one copy (and our writers hold write_mu_ first), as does a
+    // peer in this very process (a loopback pair in one program) in its
+    // take-back. Held longer, it is a stale value or the peer's doing.
+    return busy_lock::Policy{downgrade::kLockPatienceUs, kForeignGraceUs, true};
+}
+
 bool Connection::lock_busy(std::atomic<int32_t>& word) {
-    if (downgrade::lock(word, current_pid())) return true;
-    RS_LOG(error, "fd %d: a busy word of the shared rings stayed taken by pid %d for 5 s (a hostile peer or a stopped process); resetting",
+    if (busy_abused_.load(std::memory_order_relaxed)) return false;  // reset already: no second wait
+    EndJudge judge(current_pid(), socket_inode());
+    const auto got = busy_lock::lock(word, current_pid(), judge, busy_policy(word));
+    if (got == busy_lock::Got::locked) return true;
+    if (got == busy_lock::Got::abused) {
+        // The peer (or a stranger) wrote our control page: this connection
+        // alone ends, as TCP ends one: a RST, ECONNRESET for our application.
+        RS_LOG(error, "fd %d: a busy word of the shared rings is held by pid %d, no process of this end", fd_, word.load());
+        busy_abused_.store(true);
+        reset_both("the peer abused the rings' busy word");
+        return false;
+    }
+    RS_LOG(error, "fd %d: a busy word of the shared rings stayed taken by pid %d for 5 s (a stopped process of this end); resetting",
            fd_, word.load());
     peer_reset_.store(true);
     kernel_shutdown(fd_, SHUT_RDWR);

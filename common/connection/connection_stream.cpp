@@ -246,6 +246,12 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             continue;
         }
         const Way way = rx_enter_locked();
+        if (way == Way::tcp && !rx_on_tcp() && peer_reset_.load()) {
+            // The ring's busy word could not be had (lock_busy reset the connection).
+            if (total > 0) return static_cast<ssize_t>(total);
+            errno = ECONNRESET;
+            return -1;
+        }
         if (way == Way::tcp) continue;  // back on TCP: rx_on_tcp() says so now
         if (way == Way::wait) {
             // We asked the peer to send our unread bytes again over TCP (hand_over).

@@ -1,11 +1,5 @@
 #include "ring/downgrade.hpp"
 
-#include <sched.h>
-#include <signal.h>
-#include <time.h>
-
-#include <cerrno>
-
 #include <cstring>
 #include <string>
 
@@ -15,13 +9,6 @@
 namespace rdmasock::downgrade {
 
 namespace {
-
-bool alive(int32_t pid) {
-    int saved = errno;
-    bool gone = ::kill(pid, 0) != 0 && errno == ESRCH;
-    errno = saved;
-    return !gone;
-}
 
 struct NoPublisher final : ring::ConsumedPublisher {
     bool publish_consumed(uint64_t) override { return true; }  // the ring is done with
@@ -35,22 +22,10 @@ bool try_lock(std::atomic<int32_t>& word, int32_t pid) {
 }
 
 bool lock(std::atomic<int32_t>& word, int32_t pid) {
-    int64_t since = 0;
-    for (uint32_t spins = 1;; ++spins) {
-        if (try_lock(word, pid)) return true;
-        if (spins % 1024 == 0) {
-            // Holders never sleep with it, so a long wait means a dead holder
-            // (a process killed inside a ring call): take it over.
-            int32_t holder = word.load(std::memory_order_relaxed);
-            if (holder != 0 && !alive(holder) && word.compare_exchange_strong(holder, pid)) return true;
-            timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            const int64_t now = ts.tv_sec * 1000000ll + ts.tv_nsec / 1000;
-            if (since == 0) since = now;
-            else if (now - since > kLockPatienceUs) return false;
-        }
-        sched_yield();
-    }
+    // Only processes of one end take such a word: a live holder is waited for
+    // (asleep, busy_lock.hpp), a dead one taken over.
+    busy_lock::AliveJudge alive;
+    return busy_lock::lock(word, pid, alive, busy_lock::Policy{kLockPatienceUs}) == busy_lock::Got::locked;
 }
 
 // A release store (a plain store on x86): what the holder wrote (records, the
@@ -58,15 +33,20 @@ bool lock(std::atomic<int32_t>& word, int32_t pid) {
 // lets go and then misses a reader's `asked` serves it at its next look.
 void unlock(std::atomic<int32_t>& word) { word.store(0, std::memory_order_release); }
 
-TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid, Resend& out) {
+TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid, Resend& out, busy_lock::Judge* judge,
+                   const busy_lock::Policy& policy) {
     TakeBack t;
     // The reader's place is final only while it cannot read; it holds the lock
     // for one copy at most. Mark the direction back before letting go, and send
     // only after: its next read then comes from TCP, and a resend that fills the
     // socket buffer waits for that reader instead of deadlocking on the lock.
-    if (!lock(c.reader_busy, pid)) {
+    busy_lock::AliveJudge alive;
+    const auto got = busy_lock::lock(c.reader_busy, pid, judge ? *judge : alive, policy);
+    if (got != busy_lock::Got::locked) {
         t.ok = false;
-        t.err = "the reader's busy word stayed taken for 5 s";
+        t.abused = got == busy_lock::Got::abused;
+        t.err = t.abused ? "the reader's busy word was held by a process that is not the reader's"
+                         : "the reader's busy word stayed taken for 5 s";
         return t;
     }
     if (state(c) == RingControl::back) {

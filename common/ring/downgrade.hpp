@@ -19,14 +19,16 @@
 #include <cstdint>
 #include <string>
 
+#include "ring/busy_lock.hpp"
 #include "ring/ring_control.hpp"
 
 namespace rdmasock::downgrade {
 
 bool try_lock(std::atomic<int32_t>& word, int32_t pid);
-// Blocks briefly: a holder never sleeps with it. False after kLockPatienceUs on
-// a live holder: nobody honest holds it that long (a hostile peer writing our
-// control page, or a stopped process); the caller resets the connection.
+// Blocks briefly: a holder never sleeps with it. We do (busy_lock.hpp): no spin.
+// False after kLockPatienceUs on a live holder: nobody honest holds it that long
+// (a stopped process); the caller resets the connection. A dead holder is taken
+// over. (Words the peer can write: busy_lock::lock with a Judge that knows our end.)
 constexpr int64_t kLockPatienceUs = 5'000'000;
 [[nodiscard]] bool lock(std::atomic<int32_t>& word, int32_t pid);
 void unlock(std::atomic<int32_t>& word);
@@ -49,13 +51,16 @@ struct TakeBack {
     uint64_t resent = 0;  // bytes moved from the ring to TCP
     bool fin = false;     // the ring ended with the writer's FIN
     bool ok = true;       // false: the ring failed validation (err) or the socket was gone
+    bool abused = false;  // !ok: the reader's busy word was held by someone who has no business there
     std::string err;
 };
 
 // The writer's half; call holding writer_busy of `c` (the ring we write).
 // Marks the direction back from the reader's exact place and resends what the
 // reader had not read. Idempotent: a direction already back resends nothing.
-TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid, Resend& out);
+// `judge`/`policy`: how long the reader's busy word may keep us (null: dead or alive only).
+TakeBack take_back(RingControl& c, uint8_t* ring, uint64_t capacity, int32_t pid, Resend& out,
+                   busy_lock::Judge* judge = nullptr, const busy_lock::Policy& policy = busy_lock::Policy{kLockPatienceUs});
 
 // In-band transports (RDMA, back_marker.hpp): the writer's own copy of the
 // ring it writes (the send mirror) and the reader's place from the peer's

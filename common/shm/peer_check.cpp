@@ -127,4 +127,42 @@ bool holds(pid_t pid, uid_t uid, int claimed_fd, const SocketId& expected, bool 
     return true;
 }
 
+bool holds_socket(pid_t pid, uint64_t inode) {
+    if (pid <= 0 || inode == 0) return false;
+    char dir[48];
+    std::snprintf(dir, sizeof dir, "/proc/%d/fd", static_cast<int>(pid));
+    const int saved = errno;
+    const int d = kernel::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0) return errno = saved, false;
+    char want[48];
+    std::snprintf(want, sizeof want, "socket:[%llu]", static_cast<unsigned long long>(inode));
+    const size_t want_len = std::strlen(want);
+    alignas(8) char buf[4096];
+    bool found = false;
+    for (;;) {
+        const long n = raw_syscall(SYS_getdents64, d, buf, sizeof buf);
+        if (n <= 0) break;
+        for (long off = 0; off < n && !found;) {
+            struct Dirent {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            };
+            auto* e = reinterpret_cast<Dirent*>(buf + off);
+            off += e->reclen;
+            if (e->name[0] < '0' || e->name[0] > '9') continue;
+            char path[96], link[64];
+            std::snprintf(path, sizeof path, "%s/%s", dir, e->name);
+            const ssize_t len = kernel::readlink(path, link, sizeof link - 1);
+            if (len == static_cast<ssize_t>(want_len) && std::memcmp(link, want, want_len) == 0) found = true;
+        }
+        if (found) break;
+    }
+    kernel::close(d);
+    errno = saved;
+    return found;
+}
+
 }  // namespace rdmasock::peer_check

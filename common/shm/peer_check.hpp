@@ -34,5 +34,9 @@ uint64_t inode_of(int fd);
 // Whether the process (pid, uid) claiming fd `claimed_fd` holds socket `expected`.
 // `same_user_only`: refuse peers of another uid than ours.
 bool holds(pid_t pid, uid_t uid, int claimed_fd, const SocketId& expected, bool same_user_only, std::string& why);
+// Whether process `pid` has socket `inode` open at any fd number (/proc/PID/fd):
+// a process of our own end (a fork, an fd passed by SCM_RIGHTS). False when we
+// may not look (another user's process) or it has none.
+bool holds_socket(pid_t pid, uint64_t inode);
 
 }  // namespace rdmasock::peer_check

@@ -220,6 +220,11 @@ int Connection::wake_fd() const {
     return (p == Phase::rv_accepted || p == Phase::upgraded) ? transport_->wake_fd() : -1;
 }
 
+unsigned Connection::wake_generation() const {
+    Phase p = phase();
+    return (p == Phase::rv_accepted || p == Phase::upgraded) ? transport_->wake_generation() : 0;
+}
+
 void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
     if (recv_us >= 0) recv_timeout_us_ = recv_us;
     if (send_us >= 0) send_timeout_us_ = send_us;

@@ -91,6 +91,7 @@ public:
     bool carried_nothing() const { return tx_bytes_ == 0 && rx_bytes_ == 0 && tcp_tx_ == 0 && tcp_rx_.load() == 0; }
     // The eventfd this side sleeps on besides the TCP socket (-1: none).
     int wake_fd() const;
+    unsigned wake_generation() const;  // Transport::wake_generation
     // RDMA: a second one, written only by this side (Transport::self_wake_fd).
     int self_wake_fd() const;
     Role role() const { return role_; }

@@ -52,6 +52,9 @@ public:
     // Doorbells: the fd a sleeper of this side waits on (-1: none, the doorbell
     // is a byte on the TCP socket), ring the peer's, consume ours.
     virtual int wake_fd() const { return -1; }
+    // Changes when wake_fd() names a new file under the same number (an epoll
+    // set registers it again).
+    virtual unsigned wake_generation() const { return 0; }
     virtual void ring_peer() {}
     virtual void drain_wake() {}
     // Wake every sleeper of this side without the peer (shutdown from another

@@ -277,7 +277,7 @@ void Connection::become_plain(const char* why) {
     pending_.reset();
     if (rv_) rv_->close();
     // A transport handed over but never switched to stays alive (unused) until
-    // the connection ends: its eventfd may still be registered in an epoll set.
+    // the connection ends: its doorbell may still be registered in an epoll set.
     enter(Phase::plain);
     RS_LOG(info, "fd %d: staying on tcp (%s)", fd_, why);
 }

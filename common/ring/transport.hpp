@@ -9,7 +9,7 @@
 //   waker:   publish (record or consumed counter); fence; if take_peer_*(): ring_peer()
 // Shared memory: the flag is a seq_cst store into shared memory, so the ring
 // re-check that follows is exact and arm_* always returns true; the doorbell is
-// an eventfd per direction, passed with the rings.
+// a Unix socket pair per side (shm/shm_doorbell.hpp), ring ends exchanged in the rendezvous.
 // RDMA: every record and publication is a WRITE WITH IMMEDIATE that raises a
 // completion on the receiver's CQ after its data is placed; arm_* re-arms that
 // CQ's notification and drains it, so the re-check sees every arrival that came

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cerrno>
 
 #include "shm/fd_reaper.hpp"
@@ -19,6 +20,11 @@
 
 namespace rdmasock::shm_doorbell {
 
+namespace {
+// Every sleep end refuses fds (SO_PASSRIGHTS, Linux 6.16+): a drain is a plain recv.
+std::atomic<bool> g_fds_refused{false};
+}  // namespace
+
 bool create(int& sleep_end, int& ring_end) {
     int sv[2];
     if (kernel::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) return false;
@@ -26,7 +32,7 @@ bool create(int& sleep_end, int& ring_end) {
     // The peer's sends reach the sleep end: with fds refused there (Linux 6.16+)
     // it can queue no file whose last close would be ours. Older kernels: drain
     // takes them like the side channel does (side_channel::receive).
-    (void)side_channel::allow_fds(sleep_end, false);
+    if (side_channel::allow_fds(sleep_end, false)) g_fds_refused.store(true, std::memory_order_relaxed);
     return true;
 }
 
@@ -64,10 +70,16 @@ bool drain(int sleep_end) {
     for (int i = 0; i < kReads; ++i) {
         // Never waits (MSG_DONTWAIT), and takes any fd that came along (kernels
         // without SO_PASSRIGHTS) so that none is dropped by a close of ours.
-        auto r = side_channel::receive(sleep_end, buf, sizeof buf);
-        side_channel::close_fds(r);
-        if (r.bytes == 0) open = false;
-        if (r.bytes < static_cast<ssize_t>(sizeof buf)) break;
+        ssize_t n;
+        if (g_fds_refused.load(std::memory_order_relaxed)) {
+            n = kernel::recv(sleep_end, buf, sizeof buf, MSG_DONTWAIT);
+        } else {
+            auto r = side_channel::receive(sleep_end, buf, sizeof buf);
+            side_channel::close_fds(r);
+            n = r.bytes;
+        }
+        if (n == 0) open = false;
+        if (n < static_cast<ssize_t>(sizeof buf)) break;
     }
     errno = saved;
     return open;

@@ -1,3 +1,4 @@
+#include "sys/fd_budget.hpp"
 #include "sys/raw_syscall.hpp"
 #include "sys/kernel_calls.hpp"
 #include "shm/shm_rendezvous.hpp"
@@ -51,14 +52,12 @@ Wire make(uint8_t type, int tcp_fd, uint64_t ring) {
 }
 
 // An upgraded connection keeps three doorbell fds open in each process (both
-// ends of the pair it sleeps on, the peer's ring end). Those count
-// against the application's RLIMIT_NOFILE, where plain TCP would take none: a
-// process past half its limit keeps its fds for itself and stays on TCP.
-bool within_fd_budget(int highest_fd) {
-    rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
-    return static_cast<rlim_t>(highest_fd) < rl.rlim_cur / 2;
-}
+// ends of the pair it sleeps on, the peer's ring end). Those count against the
+// application's RLIMIT_NOFILE, where plain TCP would take none: they are taken
+// only within the shim's share (sys/fd_budget.hpp). Asked before the pair is
+// made: the shim's own fds live at high numbers (own_fd.hpp) and say nothing of
+// how full the program's part of the table is; the TCP socket's number does.
+bool within_fd_budget(int tcp_fd) { return fd_budget::may_take(3, tcp_fd); }
 
 }  // namespace
 
@@ -166,7 +165,7 @@ bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
         if (uid != peer_socket_.uid) {
             // Not the server's owner: a stranger (the names are listed in
             // /proc/net/unix). Dropped unread; the real server may still come.
-            RS_LOG(warn, "fd %d: side channel: refused a connection from pid %d uid %u (the server socket is uid %u's); listening on",
+            RS_LOG(info, "fd %d: side channel: refused a connection from pid %d uid %u (the server socket is uid %u's); listening on",
                    tcp_fd, static_cast<int>(pid), static_cast<unsigned>(uid), static_cast<unsigned>(peer_socket_.uid));
             side_channel::close_channel(c, chan_may_hold_fds_);
             continue;
@@ -227,8 +226,8 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     if (opt_.fault == "shm-create") err = "fault injection shm-create";
     else ch = ShmChannel::create_sealed(ring, err);
     if (!ch) return fail("cannot create the rings: " + err);
+    if (!within_fd_budget(tcp_fd)) return fail("the shim's share of file descriptors is in use");
     if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
-    if (!within_fd_budget(std::max(sleep_end_, ring_end_))) return fail("over half of the file descriptor limit in use");
     // The server's ring end comes with CONFIRM: from the OFFER's sender, now known.
     if (chan_may_hold_fds_ == false || listen_refuses_fds_) side_channel::allow_fds(chan_fd_, true);
     chan_may_hold_fds_ = true;
@@ -312,8 +311,8 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     if (kernel::fcntl(memfd, F_GET_SEALS) < 0) return fail("the client's rings are not a memfd");
     // What we ring the client with: never a file whose flags or counter matter.
     if (!shm_doorbell::is_ring_end(r.fds[1])) return fail("the client's doorbell is not a connected Unix stream socket");
+    if (!within_fd_budget(tcp_fd)) return fail("the shim's share of file descriptors is in use");
     if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
-    if (!within_fd_budget(std::max({r.fds[1], sleep_end_, ring_end_}))) return fail("over half of the file descriptor limit in use");
     const int peer_ring = adopt_own_fd(r.fds[1]);
     r.nfds = 0;  // ours now (attach_sealed takes the memfd)
     auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);

@@ -70,7 +70,7 @@ forged_run() {  # LABEL FORGER_AS CLAIMED_FD REFUSAL(the client's log line)
     bg spid env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 python3 "$T/bin/iso_peer.py" server "$d/port" "$d/go" \
         >"$d/server.out" 2>"$d/server.err"
     wait_file "$d/port" 10 || { fail "$1: server did not start"; return; }
-    bg cpid env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 python3 "$T/bin/iso_peer.py" client "$(cat "$d/port")" "$d/ino" "$d/go" 20 \
+    bg cpid env LD_PRELOAD="$LIB" RDMASOCK_STATS=1 RDMASOCK_LOG=info python3 "$T/bin/iso_peer.py" client "$(cat "$d/port")" "$d/ino" "$d/go" 20 \
         >"$d/client.out" 2>"$d/client.err"
     wait_file "$d/ino" 10 || { fail "$1: client did not connect"; return; }
     # The forger connects and offers before the client makes any call; the client answers the

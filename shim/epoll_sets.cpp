@@ -1,4 +1,5 @@
 #include "epoll_sets.hpp"
+#include "epoll_kept.hpp"
 
 #include <poll.h>
 #include <sched.h>
@@ -21,6 +22,7 @@
 #include "sys/thread_cancel.hpp"
 #include "wait/wait_engine.hpp"
 #include "sys/own_fd.hpp"
+#include "shm/leftover.hpp"
 
 namespace rdmasock::shim {
 
@@ -934,8 +936,11 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
                 if (auto it = set->fds.find(fd); it != set->fds.end()) forget_interest(*set, epfd, it);
                 std::erase_if(set->nested, [fd](const Nested& n) { return n.fd == fd; });
             }
-        if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !sock && ev) return nest_ctl(epfd, op, fd, *ev);
-        return real::calls().epoll_ctl(epfd, op, fd, ev);
+        int r;
+        if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !sock && ev) r = nest_ctl(epfd, op, fd, *ev);
+        else r = real::calls().epoll_ctl(epfd, op, fd, ev);
+        if (r == 0 && !sock && (epoll_kept_any() || leftover::any_first())) epoll_kept_ctl(epfd, op, fd, ev);
+        return r;
     }
     auto set = find_set(epfd, true);
     if (!ev) {
@@ -973,9 +978,34 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
 
 bool epoll_emulated(int epfd) { return find_set(epfd, false) != nullptr; }
 
-bool epoll_any() { return g_any.load(std::memory_order_relaxed); }
+bool epoll_any() { return g_any.load(std::memory_order_relaxed) || epoll_kept_any(); }
+
+namespace {
+int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask);
+}  // namespace
 
 int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask) {
+    if (epoll_kept_any() && max > 0) {
+        // Sockets that owe kept bytes are ready now: the rest are looked at
+        // without a wait, and theirs added (epoll_kept.hpp).
+        std::vector<epoll_event> kept(static_cast<size_t>(max));
+        if (const int nk = epoll_kept_ready(epfd, kept.data(), max); nk > 0) {
+            int n = epoll_wait_sets(epfd, out, max, 0, mask);
+            if (n < 0) n = 0;  // a signal: these are ready all the same
+            for (int i = 0; i < nk; ++i) {
+                int j = 0;
+                while (j < n && out[j].data.u64 != kept[static_cast<size_t>(i)].data.u64) ++j;
+                if (j < n) out[j].events |= kept[static_cast<size_t>(i)].events;
+                else if (n < max) out[n++] = kept[static_cast<size_t>(i)];
+            }
+            return n;
+        }
+    }
+    return epoll_wait_sets(epfd, out, max, timeout_ms, mask);
+}
+
+namespace {
+int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask) {
     // Handlers run on the way out, as the kernel runs them after its wait
     // (never restarted): one that closed a socket of this set while the wait
     // held set->mu waited for it for good (signal_seen.hpp). First, so that
@@ -1009,9 +1039,11 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
         return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, 0);
     }
 }
+}  // namespace
 
 void epoll_forget(int fd, bool tracked_socket) {
     forget_made(fd, fd);
+    epoll_kept_forget(fd);
     if (!g_any.load(std::memory_order_relaxed)) return;
     std::vector<std::pair<int, std::shared_ptr<EpollSet>>> sets;
     std::shared_ptr<EpollSet> closed;

@@ -104,7 +104,8 @@ std::vector<ino_t> inherited_socket_inodes(unsigned skip_first = 1, unsigned ski
 
 // Before exec, posix_spawn, system or popen: every carried connection whose
 // socket the new program inherits, under whatever fd number it has there.
-void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip_last = 0) {
+void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip_last = 0,
+                         Connection::Unread unread = Connection::Unread::ask_peer) {
     const int saved = errno;
     std::vector<ino_t> kept = inherited_socket_inodes(skip_first, skip_last);
     if (!kept.empty()) {
@@ -115,9 +116,23 @@ void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip
             auto c = carried_at(fd);
             if (c && std::find(kept.begin(), kept.end(), c->socket_inode()) != kept.end()) cs.push_back(std::move(c));
         }
-        Connection::hand_over_all(cs, why);
+        Connection::hand_over_all(cs, why, unread);
     }
     errno = saved;
+}
+
+// Whether an exec's environment loads the shim into the new image (which then
+// reads the kept bytes of RDMASOCK_LEFTOVER).
+bool preloads_shim(char* const* envp) {
+    for (char* const* e = envp; e && *e; ++e)
+        if (std::strncmp(*e, "LD_PRELOAD=", 11) == 0 && std::strstr(*e, "librdmasock")) return true;
+    return false;
+}
+
+// Before an exec: a new image with the shim can take what a peer that does not
+// answer left in a ring (kept bytes), so the exec need not wait for that peer.
+void hand_over_for_exec(char* const* envp) {
+    hand_over_inherited("exec", 1, 0, preloads_shim(envp) ? Connection::Unread::may_claim : Connection::Unread::ask_peer);
 }
 
 // The fds an SCM_RIGHTS message carries, in order.
@@ -166,10 +181,7 @@ char* const* exec_env(char* const* envp, std::vector<char*>& out, std::string& v
     if (!leftover::any()) return envp;
     const std::string list = leftover::for_exec();
     if (list.empty()) return envp;
-    bool preloaded = false;
-    for (char* const* e = envp; e && *e; ++e)
-        if (std::strncmp(*e, "LD_PRELOAD=", 11) == 0 && std::strstr(*e, "librdmasock")) preloaded = true;
-    if (!preloaded)
+    if (!preloads_shim(envp))
         RS_LOG(error, "exec: the new program does not load the shim; bytes a closed peer left in a ring for an inherited socket are lost to it");
     var = "RDMASOCK_LEFTOVER=" + list;
     for (char* const* e = envp; e && *e; ++e)
@@ -309,7 +321,7 @@ extern "C" {
 
 int execve(const char* path, char* const argv[], char* const envp[]) {
     REAL(execve);
-    hand_over_inherited("exec");
+    hand_over_for_exec(envp);
     std::vector<char*> env;
     std::string var;
     return real_execve(path, argv, exec_env(envp, env, var));
@@ -318,7 +330,7 @@ int execve(const char* path, char* const argv[], char* const envp[]) {
 int execv(const char* path, char* const argv[]) {
     REAL(execv);
     REAL(execve);
-    hand_over_inherited("exec");
+    hand_over_for_exec(environ);
     std::vector<char*> env;
     std::string var;
     if (char* const* e = exec_env(environ, env, var); e != environ) return real_execve(path, argv, e);
@@ -328,7 +340,7 @@ int execv(const char* path, char* const argv[]) {
 int execvp(const char* file, char* const argv[]) {
     REAL(execvp);
     REAL(execvpe);
-    hand_over_inherited("exec");
+    hand_over_for_exec(environ);
     std::vector<char*> env;
     std::string var;
     if (char* const* e = exec_env(environ, env, var); e != environ) return real_execvpe(file, argv, e);
@@ -337,7 +349,7 @@ int execvp(const char* file, char* const argv[]) {
 
 int execvpe(const char* file, char* const argv[], char* const envp[]) {
     REAL(execvpe);
-    hand_over_inherited("exec");
+    hand_over_for_exec(envp);
     std::vector<char*> env;
     std::string var;
     return real_execvpe(file, argv, exec_env(envp, env, var));
@@ -345,14 +357,14 @@ int execvpe(const char* file, char* const argv[], char* const envp[]) {
 
 int fexecve(int fd, char* const argv[], char* const envp[]) {
     REAL(fexecve);
-    hand_over_inherited("exec");
+    hand_over_for_exec(envp);
     std::vector<char*> env;
     std::string var;
     return real_fexecve(fd, argv, exec_env(envp, env, var));
 }
 
 int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
-    hand_over_inherited("exec");
+    hand_over_for_exec(envp);
     std::vector<char*> env;
     std::string var;
     return static_cast<int>(raw_syscall(SYS_execveat, dirfd, path, argv, exec_env(envp, env, var), flags));

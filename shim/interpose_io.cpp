@@ -34,6 +34,7 @@ ssize_t read(int fd, void* buf, size_t n) {
         fd, [&](Socket& s) { return n == 0 ? 0 : recv_one(s, buf, n, 0); },
         [&] {
             iovec v{buf, n};
+            if (ssize_t r; recv_first(fd, &v, 1, 0, r)) return count(fd, r, false);
             return count(fd, after_kernel_recv(fd, &v, 1, 0, calls().read(fd, buf, n)), false);
         });
 }
@@ -50,7 +51,11 @@ ssize_t readv(int fd, const iovec* iov, int cnt) {
             if (cnt >= 0 && cnt <= IOV_MAX && (cnt == 0 || iov) && no_bytes(iov, cnt)) return 0;
             return conn_recv(s, iov, static_cast<size_t>(cnt < 0 ? SIZE_MAX : cnt), 0);
         },
-        [&] { return count(fd, after_kernel_recv(fd, iov, cnt < 0 ? 0 : static_cast<size_t>(cnt), 0, calls().readv(fd, iov, cnt)), false); });
+        [&] {
+            const size_t n = cnt < 0 ? 0 : static_cast<size_t>(cnt);
+            if (ssize_t r; cnt > 0 && cnt <= IOV_MAX && iov && recv_first(fd, iov, n, 0, r)) return count(fd, r, false);
+            return count(fd, after_kernel_recv(fd, iov, n, 0, calls().readv(fd, iov, cnt)), false);
+        });
 }
 
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
@@ -59,6 +64,7 @@ ssize_t recv(int fd, void* buf, size_t n, int flags) {
         fd, [&](Socket& s) { return recv_one(s, buf, n, flags); },
         [&] {
             iovec v{buf, n};
+            if (ssize_t r; recv_first(fd, &v, 1, flags, r)) return count(fd, r, false);
             return count(fd, after_kernel_recv(fd, &v, 1, flags, calls().recv(fd, buf, n, flags)), false);
         });
 }
@@ -74,6 +80,7 @@ ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen
         fd, [&](Socket& s) { return recv_one(s, buf, n, flags); },  // TCP leaves addr untouched
         [&] {
             iovec v{buf, n};
+            if (ssize_t r; recv_first(fd, &v, 1, flags, r)) return count(fd, r, false);  // addr untouched, as TCP's
             return count(fd, after_kernel_recv(fd, &v, 1, flags, calls().recvfrom(fd, buf, n, flags, addr, len)), false);
         });
 }
@@ -96,6 +103,11 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
             return r;
         },
         [&] {
+            if (ssize_t r; msg && (msg->msg_iovlen == 0 || msg->msg_iov) && recv_first(fd, msg->msg_iov, msg->msg_iovlen, flags, r)) {
+                msg->msg_controllen = 0;
+                msg->msg_flags = 0;
+                return count(fd, r, false);
+            }
             ssize_t r = recvmsg_taking_leftovers(fd, msg, flags);
             if (r <= 0 && msg) r = after_kernel_recv(fd, msg->msg_iov, msg->msg_iovlen, flags, r);
             return count(fd, r, false);

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "errno_keep.hpp"
+#include "real_calls.hpp"
 #include "sys/iov_check.hpp"
 #include "shm/leftover.hpp"
 #include "stat_hooks.hpp"
@@ -70,6 +71,37 @@ ssize_t after_kernel_recv(int fd, const iovec* iov, size_t cnt, int flags, ssize
     if (r > 0 || !leftover::any() || (flags & (MSG_OOB | MSG_ERRQUEUE)) || cnt > 1024 || iov_total(iov, cnt) == 0) return r;
     const int e = errno;
     return leftover::after_kernel(leftover::inode_of(fd), iov, static_cast<int>(cnt), flags, r, e);
+}
+
+bool recv_first(int fd, const iovec* iov, size_t cnt, int flags, ssize_t& out) {
+    if (!leftover::any_first() || (flags & (MSG_OOB | MSG_ERRQUEUE)) || cnt > 1024) return false;
+    const size_t want = iov_total(iov, cnt);
+    if (want == 0) return false;  // the kernel answers a receive of nothing
+    const int saved = errno;
+    const bool served = leftover::before_kernel(leftover::inode_of(fd), iov, static_cast<int>(cnt), flags, out);
+    errno = saved;
+    if (!served) return false;
+    const size_t got = static_cast<size_t>(out);
+    if (got == 0 || got == want || !(flags & MSG_WAITALL) || (flags & MSG_PEEK)) return true;
+    // MSG_WAITALL: the rest from the kernel, as one TCP receive would wait for it.
+    std::vector<iovec> rest;
+    size_t skip = got;
+    for (size_t i = 0; i < cnt; ++i) {
+        if (skip >= iov[i].iov_len) {
+            skip -= iov[i].iov_len;
+            continue;
+        }
+        rest.push_back({static_cast<char*>(iov[i].iov_base) + skip, iov[i].iov_len - skip});
+        skip = 0;
+    }
+    msghdr m{};
+    m.msg_iov = rest.data();
+    m.msg_iovlen = rest.size();
+    // (A signal or the end there: the bytes so far, as a TCP receive returns them.)
+    const ssize_t r = real::calls().recvmsg(fd, &m, flags);
+    if (r > 0) out += r;
+    errno = saved;
+    return true;
 }
 
 ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {

@@ -81,5 +81,9 @@ ssize_t recvmsg_taking_leftovers(int fd, msghdr* msg, int flags);
 // The kernel's answer `r` to a receive on `fd`, or kept bytes of its socket
 // where the kernel said end of stream (leftover.hpp).
 ssize_t after_kernel_recv(int fd, const iovec* iov, size_t cnt, int flags, ssize_t r);
+// Before the kernel is asked: bytes claimed from a writer that did not answer
+// come first (leftover.hpp, Order::before_kernel). True with the result in
+// `out` when they served this receive (MSG_WAITALL: the kernel gives the rest).
+bool recv_first(int fd, const iovec* iov, size_t cnt, int flags, ssize_t& out);
 
 }  // namespace rdmasock::shim

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "epoll_sets.hpp"
+#include "shm/leftover.hpp"
 #include "sys/interruptible_sleep.hpp"
 #include "wait/phase_bell.hpp"
 #include "real_calls.hpp"
@@ -181,6 +182,7 @@ struct PollWait {
 }  // namespace
 
 bool any_shimmed(const pollfd* fds, nfds_t n) {
+    if (leftover::any_first()) return true;  // kept bytes may make a plain socket readable
     for (nfds_t i = 0; i < n; ++i) {
         if (!fd_table().contains(fds[i].fd)) {
             if (fds[i].fd >= 0 && epoll_emulated(fds[i].fd)) return true;
@@ -193,7 +195,34 @@ bool any_shimmed(const pollfd* fds, nfds_t n) {
     return false;
 }
 
+namespace {
+int poll_engine_rings(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask);
+
+// Sockets whose next bytes were claimed from a writer that did not answer
+// (leftover.hpp, before_kernel) are readable though the kernel has nothing:
+// the others are looked at without a wait, and those added. False: none such.
+bool poll_kept_first(pollfd* fds, nfds_t n, const sigset_t* mask, int& r) {
+    std::vector<nfds_t> kept;
+    for (nfds_t i = 0; i < n; ++i)
+        if (fds[i].fd >= 0 && (fds[i].events & (POLLIN | POLLRDNORM)) && leftover::first_pending(leftover::inode_of(fds[i].fd)))
+            kept.push_back(i);
+    if (kept.empty()) return false;
+    r = poll_engine_rings(fds, n, 0, mask);
+    if (r < 0) return true;  // a signal's EINTR, as the kernel's poll reports it
+    for (nfds_t i : kept) fds[i].revents = static_cast<short>(fds[i].revents | (fds[i].events & (POLLIN | POLLRDNORM)));
+    r = 0;
+    for (nfds_t i = 0; i < n; ++i) r += fds[i].revents != 0;
+    return true;
+}
+}  // namespace
+
 int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask) {
+    if (int r = 0; leftover::any_first() && poll_kept_first(fds, n, mask, r)) return r;
+    return poll_engine_rings(fds, n, timeout_us, mask);
+}
+
+namespace {
+int poll_engine_rings(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask) {
     // Handlers run on the way out, as the kernel runs them after its poll (never
     // restarted): one that ran during the spin and shut a socket down made poll
     // report it ready where TCP's says EINTR (signal_seen.hpp). First, so that
@@ -215,5 +244,6 @@ int poll_engine(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t* mask)
     signals::MaskDuring app_mask(mask);
     return span.leave(wait::run(w, timeout_us, signals::seen()));
 }
+}  // namespace
 
 }  // namespace rdmasock::shim

@@ -154,12 +154,17 @@ public:
     // until the peer has sent back what this side had not read. True when the
     // connection is plain now (or never left TCP); false when its transport
     // cannot go back (RDMA) or the peer's socket vanished with bytes unread.
-    bool hand_over(const char* why);
+    // Unread::may_claim (an exec into a program that loads the shim): where the
+    // peer does not answer, this side claims what the peer left in its ring
+    // (claim_receives) instead of waiting for it, as TCP's exec goes on at once.
+    enum class Unread { ask_peer, may_claim };
+    bool hand_over(const char* why, Unread unread = Unread::ask_peer);
     // hand_over() for several connections at once (an exec's inherited sockets,
     // SCM_RIGHTS, a seccomp filter, io_uring): each one's first step (its sends
     // back, its receives asked for) before any waits for its peer's part, which
     // may be another of them (both ends of one connection in this process).
-    static void hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why);
+    static void hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why,
+                              Unread unread = Unread::ask_peer);
     // The application asked for what only the kernel's socket does (kernel_only.hpp):
     // the connection goes back to TCP, or declines a later in-band offer. False
     // when it stays where it is (RDMA rings: the way back would wait for the peer).
@@ -344,7 +349,12 @@ private:
     // for finish_hand_over() (the peer's part, then the switch).
     enum class HandOver { done, waiting };
     HandOver begin_hand_over(const char* why, bool* result);
-    bool finish_hand_over(const char* why);
+    bool finish_hand_over(const char* why, Unread unread);
+    // The peer's part of a hand-over, done by this side: with the writer idle,
+    // what it left in our ring is kept for the socket's next reader, before
+    // the kernel's bytes (leftover.hpp). False while it cannot be (the writer
+    // mid-write, bytes from before the switch still unread on TCP).
+    bool claim_receives();
     void read_marker();                     // the drain found the marker's first byte
     back_marker::Parse peek_marker(back_marker::Place& p);
     // A byte on the TCP stream that nobody of ours wrote: reset both ends, loudly.

@@ -267,6 +267,9 @@ void Connection::finish_downgrade() {
     std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
     if (phase() != ph) return;
     fallback_reason_ = downgrade_why_.empty() ? "the peer handed the stream back to tcp" : "handed back to tcp: " + downgrade_why_;
+    // Our end of stream went into the ring and the peer claimed it (claim_receives)
+    // without our take-back: the kernel's stream ends here (again is harmless).
+    if (shut_wr_.load()) kernel_shutdown(fd_, SHUT_WR);
     if (rv_) rv_->close();
     enter(Phase::plain);
     RS_LOG(info, "fd %d: back on tcp (%s)", fd_, fallback_reason_.c_str());
@@ -291,16 +294,16 @@ bool Connection::mark_tcp_only(const char* why) {
     return true;
 }
 
-bool Connection::hand_over(const char* why) {
+bool Connection::hand_over(const char* why, Unread unread) {
     bool result = true;
     if (begin_hand_over(why, &result) == HandOver::done) return result;
-    return finish_hand_over(why);
+    return finish_hand_over(why, unread);
 }
 
 // Every first step before any wait: the peer whose part one of them waits for
 // may be another of them (both ends of a connection in this process), and its
 // first step is what serves that part.
-void Connection::hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why) {
+void Connection::hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why, Unread unread) {
     std::vector<Connection*> seen, waiting;
     for (auto& c : cs) {
         if (!c || std::find(seen.begin(), seen.end(), c.get()) != seen.end()) continue;  // dup'd fds share one
@@ -308,7 +311,7 @@ void Connection::hand_over_all(const std::vector<std::shared_ptr<Connection>>& c
         bool result = true;
         if (c->begin_hand_over(why, &result) == HandOver::waiting) waiting.push_back(c.get());
     }
-    for (Connection* c : waiting) c->finish_hand_over(why);
+    for (Connection* c : waiting) c->finish_hand_over(why, unread);
 }
 
 Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) {
@@ -371,17 +374,76 @@ Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) 
     return HandOver::waiting;
 }
 
+bool Connection::claim_receives() {
+    auto* rc = transport_->rx_control();
+    // Bytes the peer sent over TCP before its switch and we have not read come
+    // before the ring's: kept bytes served first would overtake them. (A
+    // forked copy's count can only be behind: then we wait, as before.)
+    auto* sw = transport_->rx_switch();
+    const uint64_t at = sw ? sw->load(std::memory_order_acquire) : RingControl::kNotSwitched;
+    if (at == RingControl::kNotSwitched || tcp_rx_.load(std::memory_order_relaxed) < at) return false;
+    // (Not read_mu_: a reader of ours may sleep holding it, waiting for this.)
+    if (!lock_busy(rc->reader_busy)) return false;
+    if (state(*rc) == kBack) {  // the writer took back meanwhile: its bytes are on TCP
+        downgrade::unlock(rc->reader_busy);
+        return true;
+    }
+    // `asked` is in the control page (begin_hand_over): a writer that takes
+    // its lock after this look sees it and takes back from our place, which
+    // we move past everything below before it can take reader_busy.
+    if (downgrade::ask(*rc) == kRing || !downgrade::writer_idle(*rc)) {
+        downgrade::unlock(rc->reader_busy);
+        return false;
+    }
+    ring::RingReader& rd = transport_->reader();
+    rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+    const size_t left = rd.readable_bytes();
+    std::vector<uint8_t> bytes(left);
+    size_t got = 0;
+    ring::RingStatus end = ring::RingStatus::would_block;
+    for (;;) {
+        auto r = rd.read(bytes.data() + got, left - got);
+        got += r.bytes;
+        if (r.fault) break;
+        if (r.bytes == 0) {
+            end = r.status;
+            break;
+        }
+    }
+    const bool fin = end == ring::RingStatus::eof;
+    if (got != left || end == ring::RingStatus::broken ||
+        ((left > 0 || fin) && !leftover::keep(socket_inode(), bytes.data(), left, leftover::Order::before_kernel, fin))) {
+        // A ring that fails validation, or no memory for the kept bytes: wait
+        // for the writer's take-back, as without the claim.
+        rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+        downgrade::unlock(rc->reader_busy);
+        RS_LOG(warn, "fd %d: could not keep the %zu bytes the peer left in the ring; waiting for it to send them again", fd_, left);
+        return false;
+    }
+    rc->read_pos.store(rd.consumed(), std::memory_order_release);
+    rc->read_partial.store(rd.partial(), std::memory_order_release);
+    rc->back_state.store(kBack, std::memory_order_seq_cst);
+    downgrade::unlock(rc->reader_busy);
+    RS_LOG(info, "fd %d: the peer did not answer the hand-over; its %zu unread ring bytes%s are kept for the socket's next reader", fd_,
+           left, fin ? " and its end of stream" : "");
+    transport_->ring_peer();  // its writer, when it runs, sees its sends back
+    return true;
+}
+
 // The peer's part, then the switch.
-bool Connection::finish_hand_over(const char* why) {
+bool Connection::finish_hand_over(const char* why, Unread unread) {
     cancel::Shield shield;
     auto* rc = transport_->rx_control();
     if (state(*rc) != kBack) {
-        // The peer's part: it takes back at its next look at the connection.
+        // The peer's part: it takes back at its next look at the connection,
+        // or (may_claim) we take it ourselves once its writer is idle.
         const int64_t start = now_us();
         int64_t next_note = start + 5000000;
         while (state(*rc) != kBack) {
+            if (unread == Unread::may_claim && claim_receives()) break;
             pollfd p[2] = {{transport_->wake_fd(), POLLIN, 0}, {fd_, POLLRDHUP, 0}};
-            nap_for_peer([&] { ops_.poll(p, 2, 100); });
+            // (may_claim: the writer was mid-write; it is done within a copy.)
+            nap_for_peer([&] { ops_.poll(p, 2, unread == Unread::may_claim ? 1 : 100); });
             if (p[0].revents & POLLIN) transport_->drain_wake();
             if (state(*rc) == kBack) break;
             if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {

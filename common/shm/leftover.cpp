@@ -35,7 +35,9 @@ struct Header {
     std::atomic<uint64_t> consumed;
     std::atomic<int32_t> lock;      // a pid (downgrade::lock: a dead holder is taken over)
     std::atomic<int32_t> owed_err;  // the kernel's reset, reported after the bytes
-    uint8_t pad[24];
+    uint32_t order;                  // Order
+    std::atomic<uint32_t> fin;       // Order::before_kernel: 1 the writer's end follows, 2 it was reported
+    uint8_t pad[16];
 };
 static_assert(sizeof(Header) == 64);
 
@@ -49,6 +51,7 @@ struct Entry {
 std::mutex g_mu;
 std::vector<Entry>* g_entries;  // never freed: a process keeps few
 std::atomic<bool> g_any{false};
+std::atomic<bool> g_any_first{false};  // some entry's bytes go before the kernel's
 
 Entry* find_locked(uint64_t inode) {
     if (!g_entries) return nullptr;
@@ -58,6 +61,21 @@ Entry* find_locked(uint64_t inode) {
 }
 
 bool unread(const Header* h) { return h->consumed.load(std::memory_order_acquire) < h->length; }
+bool first(const Header* h) { return h->order == static_cast<uint32_t>(Order::before_kernel); }
+// Bytes, or the writer's end, still to be served before the kernel's.
+bool first_owed(const Header* h) { return first(h) && (unread(h) || h->fin.load(std::memory_order_acquire) == 1); }
+
+// Anything left for a reader: bytes, or (before_kernel) the writer's end.
+bool owed(const Header* h) { return unread(h) || first_owed(h); }
+
+// Whether a receive must look here before the kernel: kept true while any
+// entry owes something first, so plain receives stop paying for the look.
+void refresh_first_locked() {
+    bool owed = false;
+    if (g_entries)
+        for (auto& e : *g_entries) owed = owed || first_owed(e.h);
+    g_any_first.store(owed, std::memory_order_release);
+}
 
 void add_locked(const Entry& e) {
     if (!g_entries) g_entries = new std::vector<Entry>;
@@ -69,6 +87,7 @@ void add_locked(const Entry& e) {
         g_entries->push_back(e);
     }
     g_any.store(true, std::memory_order_release);
+    refresh_first_locked();
 }
 
 Header* map_fd(int fd, size_t size) {
@@ -79,6 +98,7 @@ Header* map_fd(int fd, size_t size) {
 }  // namespace
 
 bool any() { return g_any.load(std::memory_order_relaxed); }
+bool any_first() { return g_any_first.load(std::memory_order_relaxed); }
 
 uint64_t inode_of(int fd) {
     struct stat st;
@@ -86,7 +106,7 @@ uint64_t inode_of(int fd) {
     return st.st_ino;
 }
 
-bool keep(uint64_t inode, const void* data, size_t len) {
+bool keep(uint64_t inode, const void* data, size_t len, Order order, bool fin) {
     const size_t size = sizeof(Header) + len;
     int fd = memfd_create(kName, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return false;
@@ -103,6 +123,8 @@ bool keep(uint64_t inode, const void* data, size_t len) {
     h->consumed.store(0);
     h->lock.store(0);
     h->owed_err.store(0);
+    h->order = static_cast<uint32_t>(order);
+    h->fin.store(order == Order::before_kernel && fin ? 1 : 0);
     std::memcpy(reinterpret_cast<uint8_t*>(h + 1), data, len);
     std::lock_guard<std::mutex> lk(g_mu);
     add_locked(Entry{inode, fd, h, size});
@@ -113,7 +135,7 @@ bool pending(uint64_t inode) {
     if (!any()) return false;
     std::lock_guard<std::mutex> lk(g_mu);
     Entry* e = find_locked(inode);
-    return e && unread(e->h);
+    return e && owed(e->h);
 }
 
 ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t r, int err) {
@@ -127,7 +149,7 @@ ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize
     {
         std::lock_guard<std::mutex> lk(g_mu);
         Entry* e = find_locked(inode);
-        if (!e) return kernels();
+        if (!e || first(e->h)) return kernels();  // (before_kernel's)
         h = e->h;
     }
     if (!downgrade::lock(h->lock, current_pid())) return kernels();
@@ -152,10 +174,55 @@ ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize
     return static_cast<ssize_t>(n);
 }
 
+bool before_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t& out) {
+    if (!any_first() || inode == 0) return false;
+    Header* h;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        Entry* e = find_locked(inode);
+        if (!e || !first_owed(e->h)) return false;
+        h = e->h;
+    }
+    if (!downgrade::lock(h->lock, current_pid())) return false;
+    const uint64_t len = h->length, at = std::min(h->consumed.load(std::memory_order_acquire), len);
+    bool served = true;
+    if (at < len) {
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(h + 1) + at;
+        size_t n = 0;
+        for (int i = 0; i < cnt && at + n < len; ++i) {
+            const size_t k = std::min<size_t>(iov[i].iov_len, len - at - n);
+            std::memcpy(iov[i].iov_base, src + n, k);
+            n += k;
+        }
+        if (!(flags & MSG_PEEK)) h->consumed.store(at + n, std::memory_order_release);
+        out = static_cast<ssize_t>(n);
+    } else if (h->fin.load(std::memory_order_acquire) == 1) {
+        // The writer's end, once (a writer stopped before its shim could end
+        // the kernel's stream: it does when it runs again; the kernel says so then).
+        if (!(flags & MSG_PEEK)) h->fin.store(2, std::memory_order_release);
+        out = 0;
+    } else {
+        served = false;  // another process took the last of them meanwhile
+    }
+    downgrade::unlock(h->lock);
+    if (served && !first_owed(h)) {
+        std::lock_guard<std::mutex> lk(g_mu);
+        refresh_first_locked();
+    }
+    return served;
+}
+
+bool first_pending(uint64_t inode) {
+    if (!any_first() || inode == 0) return false;
+    std::lock_guard<std::mutex> lk(g_mu);
+    Entry* e = find_locked(inode);
+    return e && first_owed(e->h);
+}
+
 int memfd_of(uint64_t inode) {
     std::lock_guard<std::mutex> lk(g_mu);
     Entry* e = find_locked(inode);
-    return e && unread(e->h) ? e->fd : -1;
+    return e && owed(e->h) ? e->fd : -1;
 }
 
 uint64_t memfd_inode(int fd) {
@@ -177,7 +244,7 @@ bool adopt(int fd) {
     const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
     if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(Header) || seals < 0 || (seals & want) != want ||
         !(h = map_fd(fd, static_cast<size_t>(st.st_size))) || h->magic != kMagic ||
-        h->length > static_cast<size_t>(st.st_size) - sizeof(Header)) {
+        h->length > static_cast<size_t>(st.st_size) - sizeof(Header) || h->order > 1 || h->fin.load() > 2) {
         if (h) munmap(h, static_cast<size_t>(st.st_size));
         raw_syscall(SYS_close, fd);
         return false;
@@ -193,7 +260,7 @@ std::string for_exec() {
     std::lock_guard<std::mutex> lk(g_mu);
     if (!g_entries) return out;
     for (auto& e : *g_entries) {
-        if (!unread(e.h)) continue;
+        if (!owed(e.h)) continue;
         fcntl(e.fd, F_SETFD, 0);
         if (!out.empty()) out += ',';
         out += std::to_string(e.fd);

@@ -1,5 +1,6 @@
-// Bytes a connection's peer left in our receive ring when it was already gone
-// at a hand-over (docs/protocol.md, "Downgrade", "A writer that is gone").
+// Bytes a connection's peer left in our receive ring at a hand-over that the
+// peer could not serve (docs/protocol.md, "Downgrade": "A writer that is gone",
+// "A writer that does not answer").
 //
 // Only a writer can put bytes on its TCP socket again, and this one closed or
 // died: the receiver takes what the ring holds itself and keeps it here, in a
@@ -7,7 +8,15 @@
 // the peer's last TCP bytes (those before the switch) and its FIN (or RST), and
 // the stream is: the kernel's bytes, these, then the kernel's end. So a receive
 // on the socket asks the kernel first and, where the kernel says end of stream
-// (or reports the peer's reset), serves these bytes before that end.
+// (or reports the peer's reset), serves these bytes before that end
+// (Order::at_kernel_end).
+//
+// A writer that is alive but does not answer (stopped, or blocked on another
+// channel) cannot be waited for: an exec must go on at once, as over TCP. The
+// receiver then claims the ring's cut itself (Connection::claim_receives): it
+// had read every byte sent before the switch, so these bytes come before any
+// the kernel holds or will get (Order::before_kernel), and the writer, once it
+// runs again, sends on TCP what it writes after them.
 //
 // The memfd travels with the socket: a forked child shares the mapping (and the
 // consumed count in it, as two processes share a kernel receive queue), an
@@ -25,11 +34,19 @@
 
 namespace rdmasock::leftover {
 
+enum class Order : uint32_t {
+    at_kernel_end = 0,  // the writer is gone: the kernel's bytes, these, the kernel's end
+    before_kernel = 1,  // claimed from a live writer: these, then the kernel's bytes
+};
+
 // True while any kept bytes of this process are unread (one relaxed load).
 bool any();
-// Keeps `len` bytes for the socket with inode `inode`. False on failure (the
-// caller resets the connection loudly, as before).
-bool keep(uint64_t inode, const void* data, size_t len);
+// True while any kept bytes are to be served before the kernel's (one relaxed load).
+bool any_first();
+// Keeps `len` bytes for the socket with inode `inode`; `fin`: the writer's end
+// of stream follows them (a claimed ring that ended with the writer's FIN).
+// False on failure (the caller resets the connection loudly, as before).
+bool keep(uint64_t inode, const void* data, size_t len, Order order = Order::at_kernel_end, bool fin = false);
 // The socket inode of `fd`, 0 if none.
 uint64_t inode_of(int fd);
 // True when `inode` has unread kept bytes.
@@ -38,7 +55,16 @@ bool pending(uint64_t inode);
 // when r < 0): a receive of kept bytes where the kernel said end of stream or
 // reported the peer's reset (which is then owed after them), else `r` itself
 // with errno restored. Only for a receive of at least one byte.
+// (Order::before_kernel bytes are served by before_kernel, never here.)
 ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t r, int err);
+// Before the kernel is asked: where `inode` has Order::before_kernel bytes
+// unread (or their end of stream), serves them into `iov` and returns true with
+// the result in `out` (bytes, or 0 for the writer's end after them). MSG_PEEK
+// leaves them; MSG_WAITALL is the caller's (it asks the kernel for the rest).
+bool before_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t& out);
+// True when a receive on `inode` would be served by before_kernel now (a poll
+// or epoll reports the socket readable for it).
+bool first_pending(uint64_t inode);
 // The memfd holding `inode`'s bytes (owned by the registry), -1 if none.
 int memfd_of(uint64_t inode);
 // A received fd that is a kept-bytes memfd of a shim: its socket's inode, else 0.

@@ -1,15 +1,48 @@
 """inetd style with the client stopped (issue 36 item 5): the server's child execs a handler that
 reads the rest of the request from the inherited socket, while the client, which sent 4096 bytes
 the server had not read, is stopped (SIGSTOP, as a client blocked on another channel never
-looks at this connection). Over TCP the handler reads them at once. Roles: "server PORTFILE",
-"client PORT READYFILE", "handler FD". The server prints what the handler read.
+looks at this connection). Over TCP the handler reads them at once. Once the client runs again
+it sends a tail and ends its stream: the handler reads the tail after the request, then EOF.
+Roles: "server PORTFILE STOPPEDFILE WAIT", "client PORT SENTFILE RESUMEFILE",
+"handler FD WAIT STATEDIR". WAIT is how the handler first waits for the request: recv, poll,
+select or epoll. The server prints what the handler read.
 """
-import os, socket, sys, time
+import os, select, socket, sys, time
+
+REQUEST = bytes(range(256)) * 16
+TAIL = b"tail after the resume"
+
+
+def wait_readable(s, how):
+    if how == "poll":
+        p = select.poll(); p.register(s, select.POLLIN)
+        return "poll %s" % ("readable" if p.poll(60000) else "timed out")
+    if how == "select":
+        r, _, _ = select.select([s], [], [], 60)
+        return "select %s" % ("readable" if r else "timed out")
+    if how == "epoll":
+        e = select.epoll(); e.register(s.fileno(), select.EPOLLIN)
+        got = e.poll(60)
+        return "epoll %s" % ("readable" if got and got[0][0] == s.fileno() else "timed out")
+    return "recv"
+
+
 role = sys.argv[1]
 if role == "handler":
     s = socket.socket(fileno=int(sys.argv[2]))
-    got = s.recv(4096, socket.MSG_WAITALL)
-    print("handler read %d bytes: %s" % (len(got), "intact" if got == bytes(range(256)) * 16 else "DIFFERENT"), flush=True)
+    state = sys.argv[4]
+    how = wait_readable(s, sys.argv[3])
+    got = s.recv(len(REQUEST), socket.MSG_WAITALL)
+    print("handler (%s) read %d bytes: %s" % (how, len(got), "intact" if got == REQUEST else "DIFFERENT"), flush=True)
+    open(os.path.join(state, "read"), "w").close()  # the test lets the client run again
+    rest = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        rest += b
+    print("handler then read %r and the end of stream" % rest, flush=True)
+    s.sendall(b"bye")
     sys.exit(0)
 if role == "server":
     l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
@@ -22,12 +55,17 @@ if role == "server":
     pid = os.fork()
     if pid == 0:
         os.set_inheritable(s.fileno(), True)
-        os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "handler", str(s.fileno())])
+        os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "handler", str(s.fileno()), sys.argv[4],
+                                  os.path.dirname(sys.argv[3])])
+    s.close()
     os.waitpid(pid, 0)
     sys.exit(0)
 c = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
 for _ in range(3):
     c.sendall(b"w" * 16); c.recv(16, socket.MSG_WAITALL)
-c.sendall(b"r" + bytes(range(256)) * 16)
+c.sendall(b"r" + REQUEST)
 with open(sys.argv[3], "w") as f: f.write("sent")
-time.sleep(3600)  # stopped by the test meanwhile; killed at the end
+while not os.path.exists(sys.argv[4]): time.sleep(0.05)  # stopped by the test meanwhile
+c.sendall(TAIL)
+c.shutdown(socket.SHUT_WR)
+print("client got %r" % c.recv(16, socket.MSG_WAITALL), flush=True)

@@ -186,10 +186,10 @@ namespace rdmasock::shim {
 void before_passing_fds(const msghdr* msg) { hand_over_passed(msg); }
 
 // A vfork child can only exec or exit, and it closes fds before its exec
-// (subprocess's close_fds): the connection's eventfds among them, without
+// (subprocess's close_fds): the connection's doorbells among them, without
 // which its peer cannot be woken to take back. So the hand-over happens at
 // the child's dup2 of the socket, and at its close_range for the sockets it
-// keeps (interpose_fd.cpp), while those eventfds are still open.
+// keeps (interpose_fd.cpp), while those doorbells are still open.
 void vfork_child_dup(int oldfd) { hand_over_fd(oldfd, "exec (a vfork child's dup2)"); }
 void vfork_child_closing(unsigned first, unsigned last) { hand_over_inherited("exec (a vfork child's close_range)", first, last); }
 }  // namespace rdmasock::shim

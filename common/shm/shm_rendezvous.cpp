@@ -52,12 +52,10 @@ Wire make(uint8_t type, int tcp_fd, uint64_t ring) {
 }
 
 // An upgraded connection keeps three doorbell fds open in each process (both
-// ends of the pair it sleeps on, the peer's ring end). Those count against the
-// application's RLIMIT_NOFILE, where plain TCP would take none: they are taken
-// only within the shim's share (sys/fd_budget.hpp). Asked before the pair is
-// made: the shim's own fds live at high numbers (own_fd.hpp) and say nothing of
-// how full the program's part of the table is; the TCP socket's number does.
-bool within_fd_budget(int tcp_fd) { return fd_budget::may_take(3, tcp_fd); }
+// ends of the pair it sleeps on, the peer's ring end), where plain TCP would
+// take none (sys/fd_budget.hpp, For::doorbells). Asked before the pair is made.
+bool within_fd_budget(int tcp_fd) { return fd_budget::may_take(3, tcp_fd, fd_budget::For::doorbells); }
+constexpr const char* kOverBudget = "over half of the file descriptor limit in use";
 
 }  // namespace
 
@@ -226,7 +224,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     if (opt_.fault == "shm-create") err = "fault injection shm-create";
     else ch = ShmChannel::create_sealed(ring, err);
     if (!ch) return fail("cannot create the rings: " + err);
-    if (!within_fd_budget(tcp_fd)) return fail("the shim's share of file descriptors is in use");
+    if (!within_fd_budget(tcp_fd)) return fail(kOverBudget);
     if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
     // The server's ring end comes with CONFIRM: from the OFFER's sender, now known.
     if (chan_may_hold_fds_ == false || listen_refuses_fds_) side_channel::allow_fds(chan_fd_, true);
@@ -311,7 +309,7 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     if (kernel::fcntl(memfd, F_GET_SEALS) < 0) return fail("the client's rings are not a memfd");
     // What we ring the client with: never a file whose flags or counter matter.
     if (!shm_doorbell::is_ring_end(r.fds[1])) return fail("the client's doorbell is not a connected Unix stream socket");
-    if (!within_fd_budget(tcp_fd)) return fail("the shim's share of file descriptors is in use");
+    if (!within_fd_budget(tcp_fd)) return fail(kOverBudget);
     if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
     const int peer_ring = adopt_own_fd(r.fds[1]);
     r.nfds = 0;  // ours now (attach_sealed takes the memfd)

@@ -29,6 +29,7 @@
 #include "errno_keep.hpp"
 #include "fd_table.hpp"
 #include "base/log.hpp"
+#include "sys/sandbox.hpp"
 #include "shim_state.hpp"
 #include "io_path.hpp"
 #include "splice_ring.hpp"
@@ -425,6 +426,7 @@ int prctl(int option, ...) {
         const int saved = errno;
         hand_over_fds(fd_table().present_in(0, INT_MAX), "a seccomp filter is about to be installed");
         silence_log();
+        sandbox::enter();  // no teardown syscall of the shim's from here on (sys/sandbox.hpp)
         errno = saved;
     }
     return kept(static_cast<int>(raw_syscall(SYS_prctl, option, a2, a3, a4, a5)));

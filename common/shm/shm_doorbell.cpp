@@ -13,6 +13,7 @@
 #include "shm/side_channel.hpp"
 #include "sys/kernel_calls.hpp"
 #include "sys/own_fd.hpp"
+#include "sys/sandbox.hpp"
 
 #ifndef SO_PASSRIGHTS
 #define SO_PASSRIGHTS 83  // Linux 6.16 (asm-generic/socket.h)
@@ -28,11 +29,20 @@ std::atomic<bool> g_fds_refused{false};
 bool create(int& sleep_end, int& ring_end) {
     int sv[2];
     if (kernel::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) return false;
-    sleep_end = sv[0], ring_end = sv[1];
     // The peer's sends reach the sleep end: with fds refused there (Linux 6.16+)
     // it can queue no file whose last close would be ours. Older kernels: drain
     // takes them like the side channel does (side_channel::receive).
-    if (side_channel::allow_fds(sleep_end, false)) g_fds_refused.store(true, std::memory_order_relaxed);
+    const bool refused = side_channel::allow_fds(sv[0], false);
+    if (refused) {
+        g_fds_refused.store(true, std::memory_order_relaxed);
+    } else if (g_fds_refused.load(std::memory_order_relaxed)) {
+        // The kernel refuses fds at every other sleep end: close_sleep_end counts on it.
+        const int e = errno;
+        kernel::close(sv[0]), kernel::close(sv[1]);
+        errno = e;
+        return false;
+    }
+    sleep_end = sv[0], ring_end = sv[1];
     return true;
 }
 
@@ -87,17 +97,15 @@ bool drain(int sleep_end) {
 
 void close_sleep_end(int fd) {
     if (fd < 0) return;
-    int saved = errno;
-    int v = 1;
-    socklen_t l = sizeof v;
-    // SO_PASSRIGHTS off since create(): nothing queued there holds a file.
-    if (kernel::getsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &v, &l) == 0 && v == 0) close_own_fd(fd);
-    else side_channel::close_channel(fd, true);
-    errno = saved;
+    // SO_PASSRIGHTS off since create() (every sleep end, once one is): nothing
+    // queued there holds a file. Known without asking the kernel: a close may
+    // come under a seccomp filter that kills a getsockopt (sys/sandbox.hpp).
+    if (g_fds_refused.load(std::memory_order_relaxed)) close_own_fd(fd);
+    else if (!sandbox::inside()) side_channel::close_channel(fd, true);
 }
 
 void close_peer_ring(int fd) {
-    if (fd < 0) return;
+    if (fd < 0 || sandbox::inside()) return;  // no ioctl there: left open (sys/sandbox.hpp)
     int saved = errno;
     // Its queue is fed by the peer's sleep end: a file queued there (SCM_RIGHTS)
     // would be released by the last close, which may be ours. Not shut (the

@@ -412,9 +412,10 @@ FILE* popen(const char* command, const char* type) {
 }
 
 // A seccomp filter (OpenSSH's privilege-separated child) may kill the process
-// for a syscall the shim makes on a ring path (poll, eventfd, sock_diag) or
-// when it logs: hand every connection to the kernel while it still can, and
-// write nothing from then on.
+// for a syscall the shim makes on a ring path (poll, doorbells, sock_diag), when
+// it logs or when it closes its own fds: hand every connection to the kernel
+// while it still can, start no rendezvous, write nothing, and close only what a
+// plain close() may close from then on (sys/sandbox.hpp).
 int prctl(int option, ...) {
     shim::ErrnoKept kept;
     va_list ap;
@@ -424,7 +425,9 @@ int prctl(int option, ...) {
     va_end(ap);
     if (option == PR_SET_SECCOMP) {
         const int saved = errno;
-        hand_over_fds(fd_table().present_in(0, INT_MAX), "a seccomp filter is about to be installed");
+        // On TCP for good, as after an io_uring: every connection goes back now, and
+        // no rendezvous starts later (its steps ask the kernel what a filter kills).
+        shim::keep_every_connection_on_tcp("a seccomp filter is about to be installed");
         silence_log();
         sandbox::enter();  // no teardown syscall of the shim's from here on (sys/sandbox.hpp)
         errno = saved;

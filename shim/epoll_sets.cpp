@@ -48,7 +48,8 @@ struct Interest {
     uint64_t full_at_report = 0;         // EPOLLET: send_full_count() when EPOLLOUT was reported
     uint32_t ended_reported = 0;         // EPOLLET: EPOLLHUP/EPOLLERR reported (each one edge, not one per wait)
     uint32_t state_at_report = ~0u;      // EPOLLET: Connection::state_changes() at the last look (~0u: none yet)
-    int wake_fd = -1;                    // the transport's eventfd, registered in the kernel set
+    int wake_fd = -1;                    // the transport's doorbell (sleep end), registered in the kernel set
+    unsigned wake_gen = 0;               // its Transport::wake_generation when registered
     bool bell_watched = false;           // the set's bell is registered with the connection (phase_bell.hpp)
     // Hot and cold (epoll_sets.hpp).
     int fd = -1;
@@ -185,17 +186,18 @@ void unwatch_phase(EpollSet& set, Interest& in) {
     in.bell_watched = false;
 }
 
-// The transport's eventfd sits in the kernel set from when the connection turns
+// The transport's doorbell sits in the kernel set from when the connection turns
 // ring-driven until it leaves the set: registered once, not at every wait.
 void sync_wake(int epfd, int fd, Interest& in, bool rd) {
     int want = rd ? in.sock->conn->wake_fd() : -1;
-    if (want == in.wake_fd) return;
+    const unsigned gen = want >= 0 ? in.sock->conn->wake_generation() : 0;
+    if (want == in.wake_fd && gen == in.wake_gen) return;
     if (in.wake_fd >= 0) real::calls().epoll_ctl(epfd, EPOLL_CTL_DEL, in.wake_fd, nullptr);
     in.wake_fd = -1;
     if (want < 0) return;
     epoll_event ev{EPOLLIN, {}};
     ev.data.u64 = kWakeTag | static_cast<uint64_t>(fd);
-    if (real::calls().epoll_ctl(epfd, EPOLL_CTL_ADD, want, &ev) == 0) in.wake_fd = want;
+    if (real::calls().epoll_ctl(epfd, EPOLL_CTL_ADD, want, &ev) == 0) in.wake_fd = want, in.wake_gen = gen;
 }
 
 void drop_wake(int epfd, Interest& in) {

@@ -29,6 +29,7 @@
 #include "errno_keep.hpp"
 #include "fd_table.hpp"
 #include "base/log.hpp"
+#include "sys/sandbox.hpp"
 #include "shim_state.hpp"
 #include "io_path.hpp"
 #include "splice_ring.hpp"
@@ -198,10 +199,10 @@ namespace rdmasock::shim {
 void before_passing_fds(const msghdr* msg) { hand_over_passed(msg); }
 
 // A vfork child can only exec or exit, and it closes fds before its exec
-// (subprocess's close_fds): the connection's eventfds among them, without
+// (subprocess's close_fds): the connection's doorbells among them, without
 // which its peer cannot be woken to take back. So the hand-over happens at
 // the child's dup2 of the socket, and at its close_range for the sockets it
-// keeps (interpose_fd.cpp), while those eventfds are still open.
+// keeps (interpose_fd.cpp), while those doorbells are still open.
 void vfork_child_dup(int oldfd) { hand_over_fd(oldfd, "exec (a vfork child's dup2)"); }
 void vfork_child_closing(unsigned first, unsigned last) { hand_over_inherited("exec (a vfork child's close_range)", first, last); }
 }  // namespace rdmasock::shim
@@ -423,9 +424,10 @@ FILE* popen(const char* command, const char* type) {
 }
 
 // A seccomp filter (OpenSSH's privilege-separated child) may kill the process
-// for a syscall the shim makes on a ring path (poll, eventfd, sock_diag) or
-// when it logs: hand every connection to the kernel while it still can, and
-// write nothing from then on.
+// for a syscall the shim makes on a ring path (poll, doorbells, sock_diag), when
+// it logs or when it closes its own fds: hand every connection to the kernel
+// while it still can, start no rendezvous, write nothing, and close only what a
+// plain close() may close from then on (sys/sandbox.hpp).
 int prctl(int option, ...) {
     shim::ErrnoKept kept;
     va_list ap;
@@ -435,8 +437,11 @@ int prctl(int option, ...) {
     va_end(ap);
     if (option == PR_SET_SECCOMP) {
         const int saved = errno;
-        hand_over_fds(fd_table().present_in(0, INT_MAX), "a seccomp filter is about to be installed");
+        // On TCP for good, as after an io_uring: every connection goes back now, and
+        // no rendezvous starts later (its steps ask the kernel what a filter kills).
+        shim::keep_every_connection_on_tcp("a seccomp filter is about to be installed");
         silence_log();
+        sandbox::enter();  // no teardown syscall of the shim's from here on (sys/sandbox.hpp)
         errno = saved;
     }
     return kept(static_cast<int>(raw_syscall(SYS_prctl, option, a2, a3, a4, a5)));

@@ -145,7 +145,7 @@ struct PollWait {
     }
     int sleep(int64_t timeout_us, const signals::Seen& since) {
         kernel_request();
-        // Transports with their own doorbell (an eventfd) are woken through it.
+        // Transports with their own doorbell (shm: a socket pair) are woken through it.
         for (auto& e : t) {
             if (int w = e.sock->conn->wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
             if (int w = e.sock->conn->self_wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});

@@ -226,6 +226,11 @@ int Connection::wake_fd() const {
     return (p == Phase::rv_accepted || p == Phase::upgraded) ? transport_->wake_fd() : -1;
 }
 
+unsigned Connection::wake_generation() const {
+    Phase p = phase();
+    return (p == Phase::rv_accepted || p == Phase::upgraded) ? transport_->wake_generation() : 0;
+}
+
 void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
     if (recv_us >= 0) recv_timeout_us_ = recv_us;
     if (send_us >= 0) send_timeout_us_ = send_us;
@@ -278,7 +283,7 @@ void Connection::become_plain(const char* why) {
     pending_.reset();
     if (rv_) rv_->close();
     // A transport handed over but never switched to stays alive (unused) until
-    // the connection ends: its eventfd may still be registered in an epoll set.
+    // the connection ends: its doorbell may still be registered in an epoll set.
     enter(Phase::plain);
     RS_LOG(info, "fd %d: staying on tcp (%s)", fd_, why);
 }

@@ -1,6 +1,6 @@
 // Doorbells, waiting and readiness of a connection that holds rings
 // (docs/waiting.md). The wait itself is wait_engine.hpp's; this file supplies
-// what one connection looks at: its ring, its TCP socket, its eventfd.
+// what one connection looks at: its ring, its TCP socket, its doorbell.
 #include "connection/connection_detail.hpp"
 
 #include <x86intrin.h>
@@ -22,13 +22,13 @@ using namespace detail;
 
 void Connection::ring_doorbell() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    // Every transport has a doorbell of its own (an eventfd, a WRITE WITH
+    // Every transport has a doorbell of its own (a socket pair, a WRITE WITH
     // IMMEDIATE): after the switch, bytes on the TCP stream are data only.
     if (transport_->take_peer_reader_waiting()) transport_->ring_peer();
 }
 
 void Connection::wake_local() {
-    // Our own eventfd: every sleeper of this side waits on it (blocked calls,
+    // Our own doorbell: every sleeper of this side waits on it (blocked calls,
     // poll, an epoll set that keeps the connection cold).
     if (transport_ && transport_->wake_self() && transport_->self_wake_fd() < 0) return;
     // An epoll set keeps no fd of ours for a cold connection, nor RDMA's
@@ -74,7 +74,7 @@ void Connection::disarm_side(bool reader) {
     }
 }
 
-// Takes the doorbells that woke us (the eventfd, or the completion channel's
+// Takes the doorbells that woke us (the sleep end, or the completion channel's
 // event) and notes the peer's FIN.
 void Connection::drain_locked(bool look_tcp) {
     transport_->drain_wake();

@@ -34,6 +34,9 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             R r = rv_->client_step(fd_, t);
             if (r == R::waiting) return false;
             if (r == R::failed) {
+                // Another network namespace than the socket's: in-band offers are
+                // declined too, and the reason is the statistics line's.
+                if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
                 become_plain(rv_->why().c_str());
                 return true;
             }
@@ -56,6 +59,9 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 return true;
             }
             RS_LOG(debug, "fd %d: no side channel (%s): the client may still ask in band", fd_, rv_->why().c_str());
+            // Another network namespace than the socket's: in-band offers are
+            // declined too, and the reason is the statistics line's.
+            if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
             rv_.reset();
             side_tried_ = false;
             // No side channel: the client may still speak in band (an RDMA HELLO, which
@@ -68,6 +74,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             R r = rv_->server_step(fd_, t);
             if (r == R::waiting) return false;
             if (r == R::failed) {
+                if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
                 become_plain(rv_->why().c_str());
                 return true;
             }
@@ -79,14 +86,19 @@ bool Connection::progress_rendezvous(bool may_syscall) {
         case Phase::rv_accepted: {
             // The server's switch offset is its acceptance.
             if (transport_->rx_switch()->load(std::memory_order_acquire) != RingControl::kNotSwitched) {
-                if (may_syscall) rv_.reset();
+                if (may_syscall) {
+                    // CONFIRM is queued (the server sent it before it switched): take
+                    // the server's doorbell now rather than at our first ring.
+                    (void)rv_->client_confirmed(*transport_);
+                    rv_.reset();
+                }
                 no_delay(fd_);
                 enter(Phase::upgraded);
                 RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
                 return true;
             }
             if (!may_syscall) return false;
-            auto r = rv_->client_confirmed();
+            auto r = rv_->client_confirmed(*transport_);
             if (r == R::waiting) return false;
             if (r == R::failed) {
                 become_plain(rv_->why().c_str());
@@ -194,7 +206,7 @@ bool Connection::tcp_readable() {
     return ops_.poll(&p, 1, 0) > 0;
 }
 
-// Side-channel transports: the doorbell is the eventfd. After the peer switched,
+// Side-channel transports: the doorbell is a socket pair (shm_doorbell.hpp). After the peer switched,
 // its TCP stream carries nothing but the end of the connection, so a byte found
 // there was written around the shim: never dropped, never taken for data out of
 // order; the connection is reset loudly instead.

@@ -9,7 +9,7 @@
 //   waker:   publish (record or consumed counter); fence; if take_peer_*(): ring_peer()
 // Shared memory: the flag is a seq_cst store into shared memory, so the ring
 // re-check that follows is exact and arm_* always returns true; the doorbell is
-// an eventfd per direction, passed with the rings.
+// a Unix socket pair per side (shm/shm_doorbell.hpp), ring ends exchanged in the rendezvous.
 // RDMA: every record and publication is a WRITE WITH IMMEDIATE that raises a
 // completion on the receiver's CQ after its data is placed; arm_* re-arms that
 // CQ's notification and drains it, so the re-check sees every arrival that came
@@ -52,6 +52,9 @@ public:
     // Doorbells: the fd a sleeper of this side waits on (-1: none, the doorbell
     // is a byte on the TCP socket), ring the peer's, consume ours.
     virtual int wake_fd() const { return -1; }
+    // Changes when wake_fd() names a new file under the same number (an epoll
+    // set registers it again).
+    virtual unsigned wake_generation() const { return 0; }
     virtual void ring_peer() {}
     virtual void drain_wake() {}
     // Wake every sleeper of this side without the peer (shutdown from another

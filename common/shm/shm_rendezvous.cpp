@@ -1,9 +1,9 @@
+#include "sys/fd_budget.hpp"
 #include "sys/raw_syscall.hpp"
 #include "sys/kernel_calls.hpp"
 #include "shm/shm_rendezvous.hpp"
 
 #include <fcntl.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,8 +16,10 @@
 #include "base/log.hpp"
 #include "shm/memory_budget.hpp"
 #include "ring/ring_format.hpp"
+#include "shm/shm_doorbell.hpp"
 #include "shm/shm_transport.hpp"
 #include "shm/side_channel.hpp"
+#include "sys/netns.hpp"
 #include "sys/own_fd.hpp"
 
 namespace rdmasock {
@@ -25,8 +27,11 @@ namespace rdmasock {
 namespace {
 
 constexpr uint32_t kMagic = 0x32565352;  // "RSV2"
-constexpr uint16_t kVersion = 1;
+// 2: socket-pair doorbells (shm_doorbell.hpp): ACCEPT carries the memfd and the
+// client's ring end, CONFIRM the server's (1: two eventfds in ACCEPT).
+constexpr uint16_t kVersion = 2;
 enum : uint8_t { kOffer = 1, kAccept = 2, kConfirm = 3 };
+static_assert(kConfirm == ShmTransport::kConfirmTag);
 
 // The only message shape on the side channel. Fixed size, validated field by field.
 struct Wire {
@@ -46,30 +51,11 @@ Wire make(uint8_t type, int tcp_fd, uint64_t ring) {
     return w;
 }
 
-// A doorbell from the peer must really be an eventfd, and nonblocking: a pipe or a
-// blocking fd passed in its place would hang our drain or our ring.
-bool is_eventfd(int fd) {
-    char path[64], link[64];
-    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    int saved = errno;
-    ssize_t n = ::readlink(path, link, sizeof link - 1);
-    bool ok = n > 0 && (link[n] = 0, std::strcmp(link, "anon_inode:[eventfd]") == 0);
-    if (ok) {
-        long fl = raw_syscall(SYS_fcntl, fd, F_GETFL);  // raw: the shim's fcntl hides its own fds
-        ok = fl >= 0 && raw_syscall(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK) == 0;
-    }
-    errno = saved;
-    return ok;
-}
-
-// An upgraded connection keeps two eventfds open in each process. Those count
-// against the application's RLIMIT_NOFILE, where plain TCP would take none: a
-// process past half its limit keeps its fds for itself and stays on TCP.
-bool within_fd_budget(int highest_fd) {
-    rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
-    return static_cast<rlim_t>(highest_fd) < rl.rlim_cur / 2;
-}
+// An upgraded connection keeps three doorbell fds open in each process (both
+// ends of the pair it sleeps on, the peer's ring end), where plain TCP would
+// take none (sys/fd_budget.hpp, For::doorbells). Asked before the pair is made.
+bool within_fd_budget(int tcp_fd) { return fd_budget::may_take(3, tcp_fd, fd_budget::For::doorbells); }
+constexpr const char* kOverBudget = "over half of the file descriptor limit in use";
 
 }  // namespace
 
@@ -81,6 +67,29 @@ void ShmRendezvous::close() {
     if (listen_fd_ >= 0) side_channel::close_listener(listen_fd_, !listen_refuses_fds_);
     if (chan_fd_ >= 0) side_channel::close_channel(chan_fd_, chan_may_hold_fds_);
     listen_fd_ = chan_fd_ = -1;
+    shm_doorbell::close_sleep_end(sleep_end_);
+    if (ring_end_ >= 0) close_own_fd(ring_end_);
+    sleep_end_ = ring_end_ = -1;
+}
+
+// Every name the rendezvous looks up lives in the calling thread's network
+// namespace (sys/netns.hpp): one that is not the socket's would find another
+// namespace's look-alike connection. Such a connection stays on TCP for good.
+bool ShmRendezvous::namespace_ok(int tcp_fd) {
+    std::string why;
+    if (netns::thread_in_socket_netns(tcp_fd, why)) return true;
+    stay_plain_ = true;
+    RS_LOG(warn, "fd %d: no same-host transport: %s", tcp_fd, why.c_str());
+    fail(why);
+    return false;
+}
+
+// The doorbell pair this side sleeps on (shm_doorbell.hpp), at our own fd numbers.
+bool ShmRendezvous::make_doorbell() {
+    int s = -1, r = -1;
+    if (!shm_doorbell::create(s, r)) return false;
+    sleep_end_ = adopt_own_fd(s), ring_end_ = adopt_own_fd(r);
+    return true;
 }
 
 ShmRendezvous::Result ShmRendezvous::fail(std::string why) {
@@ -109,6 +118,7 @@ bool ShmRendezvous::peer_gone(int tcp_fd) {
 }
 
 bool ShmRendezvous::client_listen(int tcp_fd) {
+    if (!namespace_ok(tcp_fd)) return false;
     uint64_t ino = peer_check::inode_of(tcp_fd);
     if (ino) listen_fd_ = side_channel::listen_for(ino, listen_refuses_fds_, opt_.fault != "no-passrights");
     chan_may_hold_fds_ = !listen_refuses_fds_;  // its connections inherit the setting
@@ -172,6 +182,8 @@ bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
 
 ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
     if (listen_fd_ < 0 && chan_fd_ < 0) return fail("no side channel");
+    // Before anything is looked up or believed: the thread may have moved since connect.
+    if (!namespace_ok(tcp_fd)) return Result::failed;
     Wire w{};
     side_channel::Received r;
     for (int candidates = 0;; ++candidates) {
@@ -212,44 +224,37 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     if (opt_.fault == "shm-create") err = "fault injection shm-create";
     else ch = ShmChannel::create_sealed(ring, err);
     if (!ch) return fail("cannot create the rings: " + err);
-    int mine = kernel::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    int peers = kernel::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (mine < 0 || peers < 0) {
-        if (mine >= 0) close_own_fd(mine);
-        if (peers >= 0) close_own_fd(peers);
-        return fail(std::string("eventfd: ") + strerror(errno));
-    }
-    if (!within_fd_budget(std::max(mine, peers))) {
-        close_own_fd(mine), close_own_fd(peers);
-        return fail("over half of the file descriptor limit in use");
-    }
-    mine = adopt_own_fd(mine), peers = adopt_own_fd(peers);
-    auto t = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
+    if (!within_fd_budget(tcp_fd)) return fail(kOverBudget);
+    if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
+    // The server's ring end comes with CONFIRM: from the OFFER's sender, now known.
+    if (chan_may_hold_fds_ == false || listen_refuses_fds_) side_channel::allow_fds(chan_fd_, true);
+    chan_may_hold_fds_ = true;
+    auto t = std::make_unique<ShmTransport>(std::move(ch), sleep_end_, ring_end_, -1);
+    const int ring_end = ring_end_;
+    sleep_end_ = ring_end_ = -1;  // the transport's now
     Wire a = make(kAccept, tcp_fd, ring);
-    // The server sleeps on `peers` and rings `mine`.
-    int fds[3] = {t->channel().memfd_fd(), peers, mine};
-    if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 3)) return fail(std::string("cannot send ACCEPT: ") + strerror(errno));
+    // The server sleeps on its own pair and rings ours through `ring_end`.
+    int fds[2] = {t->channel().memfd_fd(), ring_end};
+    if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 2)) return fail(std::string("cannot send ACCEPT: ") + strerror(errno));
     t->channel().release_memfd();  // the mapping stays; the server has its own fd now
     side_channel::close_listener(listen_fd_, !listen_refuses_fds_);
     listen_fd_ = -1;
+    t->await_peer_ring(chan_fd_);  // CONFIRM comes there
+    chan_fd_ = -1;
     transport = std::move(t);
     return Result::done;
 }
 
-ShmRendezvous::Result ShmRendezvous::client_confirmed() {
-    if (chan_fd_ < 0) return Result::failed;
-    uint8_t b = 0;
-    auto r = side_channel::receive(chan_fd_, &b, 1);
-    side_channel::close_fds(r);
-    if (r.bytes < 0 && r.error == 0) return Result::waiting;
-    if (r.bytes == 1 && b == kConfirm) {
-        close();
-        return Result::done;
+ShmRendezvous::Result ShmRendezvous::client_confirmed(Transport& transport) {
+    switch (static_cast<ShmTransport&>(transport).confirm()) {
+        case shm_doorbell::Confirm::waiting: return Result::waiting;
+        case shm_doorbell::Confirm::done: close(); return Result::done;
+        default: return fail("the server refused the side channel");
     }
-    return fail("the server refused the side channel");
 }
 
 ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
+    if (!namespace_ok(tcp_fd)) return Result::failed;
     sockaddr_storage local{}, remote{};
     std::string err;
     // The client end of our connection: its local address is our remote one.
@@ -281,6 +286,7 @@ ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
 
 ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
     if (chan_fd_ < 0) return fail("no side channel");
+    if (!namespace_ok(tcp_fd)) return Result::failed;
     Wire w{};
     auto r = side_channel::receive(chan_fd_, &w, sizeof w);
     if (r.bytes < 0 && r.error == 0) return Result::waiting;
@@ -291,32 +297,36 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     if (r.bytes == 0) return fail("the client declined");
     // A client gone before it answered (its side channel reset with our OFFER unread).
     if (r.bytes < 0) return fail(std::string("the client went away before the switch (side channel: ") + std::strerror(r.error) + ")");
-    if (r.bytes != sizeof w || r.truncated || r.nfds != 3 || w.magic != kMagic || w.version != kVersion ||
+    if (r.bytes != sizeof w || r.truncated || r.nfds != 2 || w.magic != kMagic || w.version != kVersion ||
         w.type != kAccept || !ring::valid_capacity(w.ring_bytes) || w.ring_bytes > opt_.ring_bytes)
         return fail("malformed ACCEPT on the side channel");
     std::string err;
     if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
         return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "ACCEPT refused: " + err);
-    int memfd = r.fds[0], mine = r.fds[1], peers = r.fds[2];
+    int memfd = r.fds[0];
     // Types first: a file of another kind would be closed by our refusal, and its
     // close may block (a lingering TCP socket); close_fds knows which may not.
     if (kernel::fcntl(memfd, F_GET_SEALS) < 0) return fail("the client's rings are not a memfd");
-    if (!is_eventfd(mine) || !is_eventfd(peers)) return fail("the client's doorbells are not eventfds");
-    if (!within_fd_budget(std::max(mine, peers))) return fail("over half of the file descriptor limit in use");
-    r.nfds = 0;  // ours now
-    mine = adopt_own_fd(mine), peers = adopt_own_fd(peers);
+    // What we ring the client with: never a file whose flags or counter matter.
+    if (!shm_doorbell::is_ring_end(r.fds[1])) return fail("the client's doorbell is not a connected Unix stream socket");
+    if (!within_fd_budget(tcp_fd)) return fail(kOverBudget);
+    if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
+    const int peer_ring = adopt_own_fd(r.fds[1]);
+    r.nfds = 0;  // ours now (attach_sealed takes the memfd)
     auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);
     if (!ch) {
-        close_own_fd(mine), close_own_fd(peers);
+        shm_doorbell::close_peer_ring(peer_ring);
         return fail("cannot map the client's rings: " + err);
     }
-    // The client switches its sends on this byte; a close without it is a refusal.
+    // The client switches its sends on this byte; a close without it is a
+    // refusal. It brings the ring end of the pair we sleep on.
     const uint8_t confirm = kConfirm;
-    if (!side_channel::send(chan_fd_, &confirm, 1, nullptr, 0)) {
-        close_own_fd(mine), close_own_fd(peers);
+    if (!side_channel::send(chan_fd_, &confirm, 1, &ring_end_, 1)) {
+        shm_doorbell::close_peer_ring(peer_ring);
         return fail("cannot confirm on the side channel");
     }
-    transport = std::make_unique<ShmTransport>(std::move(ch), mine, peers);
+    transport = std::make_unique<ShmTransport>(std::move(ch), sleep_end_, ring_end_, peer_ring);
+    sleep_end_ = ring_end_ = -1;  // the transport's now
     close();
     return Result::done;
 }

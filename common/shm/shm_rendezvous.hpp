@@ -11,15 +11,21 @@
 //   client (next call)    accepts; a connection from another uid than the server
 //                         socket's owner is dropped unread and listening goes on;
 //                         reads OFFER, checks the sender holds the server end of this
-//                         TCP connection, creates the sealed rings and two eventfds,
-//                         sends ACCEPT with them (SCM_RIGHTS)
+//                         TCP connection, creates the sealed rings and the doorbell
+//                         pair it sleeps on (shm_doorbell.hpp), lets the side channel
+//                         take fds, sends ACCEPT with the memfd and its ring end
+//                         (SCM_RIGHTS)
 //   server (next call)    checks the sender holds the client end, maps the rings,
-//                         sends CONFIRM: from its next send on, its bytes go to the
+//                         makes its own doorbell pair, sends CONFIRM with its ring
+//                         end: from its next send on, its bytes go to the
 //                         ring (the switch offset is stored in shared memory first,
 //                         shm_channel.hpp)
 //   client                reads CONFIRM (or sees the server's switch offset): its
 //                         sends switch too
 // Anything unexpected, a refusal or a closed side channel leaves both on TCP.
+// Every step first checks that the calling thread is in the TCP socket's network
+// namespace (sys/netns.hpp): every name looked up here lives in the thread's. A
+// connection where they differ stays on TCP for good (stay_plain()).
 #pragma once
 
 #include <sys/socket.h>
@@ -53,9 +59,10 @@ public:
     // Client: look for an OFFER and answer it. done: `transport` holds mapped
     // rings and the server has them too (it may still refuse: see client_refused).
     Result client_step(int tcp_fd, std::unique_ptr<Transport>& transport);
-    // Client after ACCEPT: done once the server confirmed (our sends may switch),
-    // failed when it closed the side channel without confirming (it refused us).
-    Result client_confirmed();
+    // Client after ACCEPT: done once the server confirmed (our sends may switch)
+    // and handed `transport` its ring end, failed when it closed the side channel
+    // without confirming (it refused us). The side channel is `transport`'s now.
+    Result client_confirmed(Transport& transport);
     // Server, first I/O: find the client's side channel and send OFFER.
     // failed: the client has none (it is not shimmed, or asked in band).
     Result server_offer(int tcp_fd);
@@ -64,6 +71,9 @@ public:
     // Releases the side channel (after the switch, or on giving up).
     void close();
     const std::string& why() const { return why_; }
+    // After a failure: no other negotiation either (the thread is in another
+    // network namespace than the socket: sys/netns.hpp).
+    bool stay_plain() const { return stay_plain_; }
     // The peer's TCP socket, as sock_diag named it during the rendezvous.
     const peer_check::SocketId& peer_socket() const { return peer_socket_; }
 
@@ -76,12 +86,16 @@ private:
     bool accept_candidate(int tcp_fd, bool& failed);
     // Client: drops the side channel it took, keeps listening.
     void drop_candidate(const char* why);
+    bool namespace_ok(int tcp_fd);
+    bool make_doorbell();
 
     Options opt_;
     int listen_fd_ = -1;  // client: the side-channel name
     int chan_fd_ = -1;    // both: the side channel itself
     bool listen_refuses_fds_ = false;  // SO_PASSRIGHTS off on the listener (and so its connections)
     bool chan_may_hold_fds_ = true;    // fds may have been queued to chan_fd_ (side_channel::close_channel)
+    int sleep_end_ = -1, ring_end_ = -1;  // our doorbell pair until a transport takes it
+    bool stay_plain_ = false;
     peer_check::SocketId peer_socket_;
     std::string why_;
 };

@@ -1,16 +1,14 @@
 // The same-host transport: a ShmChannel behind the Transport interface.
 #pragma once
 
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+#include <atomic>
 #include <cerrno>
 #include <memory>
+#include <string>
 
-#include "sys/raw_syscall.hpp"
-#include "sys/kernel_calls.hpp"
 #include "shm/shm_channel.hpp"
+#include "shm/shm_doorbell.hpp"
+#include "shm/side_channel.hpp"
 #include "ring/transport.hpp"
 #include "sys/own_fd.hpp"
 
@@ -18,38 +16,58 @@ namespace rdmasock {
 
 class ShmTransport final : public Transport {
 public:
-    // `mine` is the eventfd this side sleeps on, `peers` the one the peer
-    // sleeps on (both came with the rings over the side channel). Takes
-    // ownership of both.
-    ShmTransport(std::unique_ptr<ShmChannel> channel, int mine, int peers)
-        : ch_(std::move(channel)), wake_(mine), peer_wake_(peers) {}
+    // Doorbells (shm_doorbell.hpp): `sleep_end` is what this side sleeps on,
+    // `self_ring` the other end of that pair (our own sleepers' doorbell; the
+    // peer holds it too), `peer_ring` the ring end of the pair the peer sleeps
+    // on, or -1 until await_peer_ring's CONFIRM brings it (client). Takes
+    // ownership of all three.
+    ShmTransport(std::unique_ptr<ShmChannel> channel, int sleep_end, int self_ring, int peer_ring)
+        : ch_(std::move(channel)), wake_(sleep_end), self_ring_(self_ring), peer_ring_(peer_ring) {}
     ~ShmTransport() override {
-        if (wake_ >= 0) close_own_fd(wake_);
-        if (peer_wake_ >= 0) close_own_fd(peer_wake_);
+        shm_doorbell::close_sleep_end(wake_);
+        if (self_ring_ >= 0) close_own_fd(self_ring_);
+        shm_doorbell::close_peer_ring(peer_ring_.load());
+        if (int c = chan_.load(); c >= 0) side_channel::close_channel(c, true);
+    }
+    // Client: the side channel on which the server's CONFIRM brings its ring end
+    // (ours now). The server switches only after it sent CONFIRM, so whenever
+    // we owe it a ring, CONFIRM is there to be read.
+    void await_peer_ring(int chan) { chan_.store(chan, std::memory_order_release); }
+    // Client: CONFIRM read (done), not yet (waiting), or the server refused.
+    shm_doorbell::Confirm confirm() {
+        if (peer_ring_.load(std::memory_order_acquire) >= 0) return shm_doorbell::Confirm::done;
+        return take_confirm();
     }
     int wake_fd() const override { return wake_; }
+    // Bumped when drain_wake renewed the pair under the same numbers: an epoll
+    // set registers the sleep end again (its old file left the set with its close).
+    unsigned wake_generation() const override { return renewals_.load(std::memory_order_acquire); }
+    bool failed() const override { return shut_.load(std::memory_order_acquire); }
+    std::string failure() const override { return why_.load(std::memory_order_acquire); }
     void ring_peer() override {
-        int saved = errno;
-        uint64_t one = 1;
-        // EAGAIN means the counter is huge: the peer has a wake-up pending anyway.
-        [[maybe_unused]] ssize_t n = kernel::write(peer_wake_, &one, sizeof one);
-        errno = saved;
+        int r = peer_ring_.load(std::memory_order_acquire);
+        if (r < 0 && take_confirm() != shm_doorbell::Confirm::done) {
+            // Another thread is reading CONFIRM: it rings for us once it has the end.
+            owed_.store(true, std::memory_order_seq_cst);
+            if ((r = peer_ring_.load(std::memory_order_seq_cst)) < 0 || !owed_.exchange(false)) return;
+        }
+        shm_doorbell::ring(peer_ring_.load(std::memory_order_acquire));
     }
     bool wake_self() override {
         if (wake_ < 0) return false;
-        int saved = errno;
-        uint64_t one = 1;
-        (void)raw_syscall(SYS_write, wake_, &one, sizeof one);  // a raw write: write() is interposed
-        errno = saved;
+        shm_doorbell::ring(self_ring_);
         return true;
     }
+    // Only the drain's owner (Connection::try_own_drain) calls this.
     void drain_wake() override {
-        int saved = errno;
-        uint64_t v;
-        // The peer shares this eventfd's file description and could clear its
-        // O_NONBLOCK: the read itself must never sleep.
-        [[maybe_unused]] ssize_t n = kernel::read_nowait(wake_, &v, sizeof v);
-        errno = saved;
+        if (shm_doorbell::drain(wake_)) return;
+        // The peer shut the ring end it shares with us: that EOF would wake every
+        // wait for good. A fresh pair under the same numbers, which the peer does
+        // not hold, and the connection leaves the rings (failed()).
+        fail("the peer shut our doorbell");
+        shm_doorbell::renew(wake_, self_ring_);
+        renewals_.fetch_add(1, std::memory_order_acq_rel);
+        wake_self();  // a sleeper that polled the old pair looks again
     }
     std::atomic<uint64_t>* tx_switch() override { return wake_ >= 0 ? &ch_->tx_control().switch_at : nullptr; }
     std::atomic<uint64_t>* rx_switch() override { return wake_ >= 0 ? &ch_->rx_control().switch_at : nullptr; }
@@ -80,8 +98,45 @@ public:
     ShmChannel& channel() { return *ch_; }
 
 private:
+    void fail(const char* why) {
+        why_.store(why, std::memory_order_release);
+        shut_.store(true, std::memory_order_release);
+    }
+    // CONFIRM, by one thread at a time (never waits: another reader means "not now").
+    shm_doorbell::Confirm take_confirm() {
+        using shm_doorbell::Confirm;
+        if (reading_.exchange(true, std::memory_order_acquire)) return Confirm::waiting;
+        Confirm c = Confirm::done;
+        if (peer_ring_.load(std::memory_order_acquire) < 0) {
+            const int chan = chan_.load(std::memory_order_acquire);
+            int r = -1;
+            c = chan < 0 ? Confirm::refused : shm_doorbell::receive_ring_end(chan, kConfirmTag, r);
+            if (c != Confirm::waiting && chan >= 0) {
+                chan_.store(-1, std::memory_order_release);
+                side_channel::close_channel(chan, true);
+            }
+            if (c == Confirm::done) peer_ring_.store(adopt_own_fd(r), std::memory_order_seq_cst);
+            // A server that switched and then sent no ring end is not our shim.
+            if (c == Confirm::refused && ch_->rx_control().switch_at.load(std::memory_order_acquire) != RingControl::kNotSwitched)
+                fail("the server's CONFIRM brought no doorbell");
+        }
+        reading_.store(false, std::memory_order_release);
+        if (c == Confirm::done && owed_.exchange(false)) shm_doorbell::ring(peer_ring_.load(std::memory_order_acquire));
+        return c;
+    }
+
+public:
+    static constexpr uint8_t kConfirmTag = 3;  // shm_rendezvous.cpp's kConfirm
+
+private:
     std::unique_ptr<ShmChannel> ch_;
-    int wake_ = -1, peer_wake_ = -1;
+    int wake_ = -1, self_ring_ = -1;
+    std::atomic<int> peer_ring_{-1};
+    std::atomic<int> chan_{-1};               // client: until CONFIRM
+    std::atomic<bool> reading_{false}, owed_{false};
+    std::atomic<bool> shut_{false};           // the peer shut our doorbell, or sent no ring end
+    std::atomic<const char*> why_{""};
+    std::atomic<unsigned> renewals_{0};
 };
 
 }  // namespace rdmasock

@@ -2,6 +2,7 @@
 #include "shm/fd_reaper.hpp"
 #include "sys/kernel_calls.hpp"
 #include "sys/own_fd.hpp"
+#include "sys/sandbox.hpp"
 
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -184,6 +185,10 @@ void discard_fd(int fd) {
 
 void close_channel(int fd, bool may_hold_fds) {
     if (fd < 0) return;
+    // Under a seccomp filter the ioctl (and the reaper's thread) may kill the
+    // process, and a plain close may be the blocking last close of a queued
+    // file: left open (sys/sandbox.hpp).
+    if (may_hold_fds && sandbox::inside()) return;
     int saved = errno;
     int queued = 0;
     // After the shutdown no sender can queue anything (the kernel checks it under
@@ -198,6 +203,7 @@ void close_channel(int fd, bool may_hold_fds) {
 
 void close_listener(int fd, bool may_hold_fds) {
     if (fd < 0) return;
+    if (may_hold_fds && sandbox::inside()) return;  // as close_channel
     int saved = errno;
     // Refuses new connections; the pending ones stay to be accepted.
     if (may_hold_fds && kernel::shutdown(fd, SHUT_RDWR) == 0) {

@@ -4,18 +4,38 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <fcntl.h>
 
+#include "sys/kernel_calls.hpp"
 #include "sys/own_fd.hpp"
 
 namespace rdmasock::fd_budget {
 
-bool may_take(int n, int app_fd) {
+namespace {
+// The number the program's next open() would get (the shim's own live high
+// up: own_fd.hpp), or INT_MAX when the table is full. Raw calls: held for two
+// syscalls, never seen by the program's fd table.
+int lowest_free(int app_fd) {
+    const int fd = kernel::fcntl(app_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return errno == EMFILE ? INT_MAX : app_fd;
+    kernel::close(fd);
+    return fd;
+}
+}  // namespace
+
+bool may_take(int n, int app_fd, For what) {
     const int saved = errno;
     rlimit rl{};
     const bool known = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+    int level = app_fd;
+    if (known && what == For::doorbells && app_fd >= 0) level = std::max(level, lowest_free(app_fd));
     errno = saved;
     if (!known) return true;
-    if (app_fd >= 0 && static_cast<rlim_t>(app_fd) < rl.rlim_cur / 2) return true;
+    // Doorbells: all `n` below half (as many numbers as the program's next opens would get).
+    const rlim_t top = static_cast<rlim_t>(level) + (what == For::doorbells ? static_cast<rlim_t>(n) : 1);
+    if (level >= 0 && top <= rl.rlim_cur / 2) return true;
+    if (what == For::doorbells) return false;
     const rlim_t share = std::max<rlim_t>(rl.rlim_cur / 8, 16);
     return static_cast<rlim_t>(own_fd_count() + n) <= share;
 }

@@ -17,9 +17,20 @@
 
 namespace rdmasock::fd_budget {
 
+// What the descriptors are for.
+// - rendezvous: a side-channel listener and sockets, given back on EMFILE;
+//   within the share above. `app_fd` is the program's newest descriptor (its
+//   new socket: the kernel hands out the lowest free number, so it tells how
+//   full the program's part of the table is).
+// - doorbells: kept for the connection's life and never given back, so only
+//   while the program's part of the table is below half the limit, share or
+//   not. `app_fd` (the TCP socket) may be old: the program's lowest free
+//   number is probed. Asked BEFORE the doorbells are made: the shim's own
+//   numbers are high by design (own_fd.hpp) and say nothing of the program's.
+enum class For { rendezvous, doorbells };
+
 // True when the shim may take `n` more descriptors of its own beside the
-// program's descriptor `app_fd` (the newest one: the kernel hands out the lowest
-// free number, so it tells how full the program's part of the table is).
-bool may_take(int n, int app_fd);
+// program's descriptor `app_fd`.
+bool may_take(int n, int app_fd, For what = For::rendezvous);
 
 }  // namespace rdmasock::fd_budget

@@ -38,6 +38,15 @@ inline ssize_t recv(int fd, void* buf, size_t n, int flags) {
     return raw_syscall(SYS_recvfrom, fd, buf, n, flags, nullptr, nullptr);
 }
 inline ssize_t read(int fd, void* buf, size_t n) { return raw_syscall(SYS_read, fd, buf, n); }
+// A send that never sleeps and never raises SIGPIPE, whatever the file's flags
+// (a doorbell socket the peer shares and may have made blocking, or shut).
+inline ssize_t send_nowait(int fd, const void* buf, size_t n) {
+    return raw_syscall(SYS_sendto, fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
+}
+inline int socketpair(int domain, int type, int proto, int sv[2]) {
+    return static_cast<int>(raw_syscall(SYS_socketpair, domain, type, proto, sv));
+}
+inline int dup3(int fd, int newfd, int flags) { return static_cast<int>(raw_syscall(SYS_dup3, fd, newfd, flags)); }
 inline ssize_t write(int fd, const void* buf, size_t n) { return raw_syscall(SYS_write, fd, buf, n); }
 // A read that never sleeps, whatever the file's O_NONBLOCK says (RWF_NOWAIT): for
 // files whose description a peer process shares and could make blocking.
@@ -56,5 +65,6 @@ inline int getpid() { return static_cast<int>(raw_syscall(SYS_getpid)); }
 // FUTEX_WAIT_PRIVATE / FUTEX_WAKE_PRIVATE on a 32-bit word (no timeout).
 inline long futex(void* word, int op, unsigned val) { return raw_syscall(SYS_futex, word, op, val, nullptr); }
 inline int fstat(int fd, struct stat* st) { return static_cast<int>(raw_syscall(SYS_fstat, fd, st)); }
+inline int stat(const char* path, struct stat* st) { return static_cast<int>(raw_syscall(SYS_newfstatat, AT_FDCWD, path, st, 0)); }
 
 }  // namespace rdmasock::kernel

@@ -29,7 +29,7 @@ except OSError:
     sys.exit(0)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
 # struct Wire: magic, version, type, reserved, claimed_fd, reserved2, ring_bytes
-s.sendall(struct.pack("<IHBBiIQ", 0x32565352, 1, 1, 0, claimed, 0, 1 << 16))
+s.sendall(struct.pack("<IHBBiIQ", 0x32565352, 2, 1, 0, claimed, 0, 1 << 16))
 print("connected", flush=True)
 s.settimeout(30)
 fds = array.array("i")

@@ -360,7 +360,7 @@ def big_garbage(s):
 # ------------------------------------------------------------------------------- side-channel cases
 # The client side of the side channel, done by hand: the abstract name of our TCP socket's inode
 # (common/shm/side_channel.cpp), bound before connect; the OFFER / ACCEPT wire (common/shm/shm_rendezvous.cpp).
-SC_MAGIC, SC_VERSION, SC_OFFER, SC_ACCEPT, SC_CONFIRM = 0x32565352, 1, 1, 2, 3
+SC_MAGIC, SC_VERSION, SC_OFFER, SC_ACCEPT, SC_CONFIRM = 0x32565352, 2, 1, 2, 3
 SC_WIRE = struct.Struct("<IHBBiIQ")  # magic, version, type, reserved, claimed_fd, reserved2, ring_bytes
 
 
@@ -413,6 +413,16 @@ def sc_expect_refused(s, c, tag):
     no_segment()
 
 
+def ring_end():
+    """v2: a doorbell ring end (one end of a Unix stream socket pair; the other end stays here)."""
+    a, b = socket.socketpair()
+    _KEEP.append(a)
+    return b.detach()
+
+
+_KEEP = []
+
+
 def memfd(size, seal):
     fd = os.memfd_create("hostile", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, size)
@@ -457,7 +467,7 @@ def sc_unsealed_memfd(_):
     s, u = sc_connect()
     c, ring = sc_take_offer(s, u)
     # an empty, unsealed memfd: mapping it would SIGBUS the server at the first ring access
-    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(0, False), os.eventfd(0), os.eventfd(0)])
+    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(0, False), ring_end()])
     sc_expect_refused(s, c, "sc-unsealed")
     return "ACCEPT with an empty unsealed memfd: refused (no SIGBUS), TCP echo goes on"
 
@@ -466,7 +476,7 @@ def sc_unsealed_memfd(_):
 def sc_small_sealed_memfd(_):
     s, u = sc_connect()
     c, ring = sc_take_offer(s, u)
-    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(4096, True), os.eventfd(0), os.eventfd(0)])
+    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(4096, True), ring_end()])
     sc_expect_refused(s, c, "sc-small")
     return "ACCEPT with a sealed 4 KiB memfd for a ring: refused, TCP echo goes on"
 
@@ -475,7 +485,7 @@ def sc_small_sealed_memfd(_):
 def sc_huge_ring(_):
     s, u = sc_connect()
     c, ring = sc_take_offer(s, u)
-    sc_send_fds(c, sc_accept_wire(s, 1 << 40), [memfd(4096, True), os.eventfd(0), os.eventfd(0)])
+    sc_send_fds(c, sc_accept_wire(s, 1 << 40), [memfd(4096, True), ring_end()])
     sc_expect_refused(s, c, "sc-huge")
     return "ACCEPT claiming a 1 TiB ring: refused, TCP echo goes on"
 
@@ -484,7 +494,7 @@ def sc_huge_ring(_):
 def sc_four_fds(_):
     s, u = sc_connect()
     c, ring = sc_take_offer(s, u)
-    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(4096, True), os.eventfd(0), os.eventfd(0), os.eventfd(0)])
+    sc_send_fds(c, sc_accept_wire(s, ring), [memfd(4096, True), ring_end(), ring_end()])
     sc_expect_refused(s, c, "sc-4fds")
     return "ACCEPT with 4 fds instead of 3: refused, TCP echo goes on"
 
@@ -495,7 +505,7 @@ def sc_wrong_claimed_fd(_):
     c, ring = sc_take_offer(s, u)
     # claims our Unix listener is the TCP socket: the peer check (/proc/PID/fd) must refuse it; the
     # small memfd would be refused as well later, so this only asserts the refusal, not its reason
-    sc_send_fds(c, sc_accept_wire(s, ring, claimed_fd=u.fileno()), [memfd(4096, True), os.eventfd(0), os.eventfd(0)])
+    sc_send_fds(c, sc_accept_wire(s, ring, claimed_fd=u.fileno()), [memfd(4096, True), ring_end()])
     sc_expect_refused(s, c, "sc-claimed")
     return "ACCEPT claiming another fd than the TCP socket: refused, TCP echo goes on"
 

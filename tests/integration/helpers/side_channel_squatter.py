@@ -22,7 +22,7 @@ import struct
 import sys
 import time
 
-MAGIC, VERSION = 0x32565352, 1
+MAGIC, VERSION = 0x32565352, 2
 KEEP = []
 
 

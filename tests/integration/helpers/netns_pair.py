@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Server and client for tests/integration/netns_rendezvous.sh (issue 38 item 4).
+
+  netns_pair.py server DIR unshare|stay   listens on 127.0.0.1 (port to DIR/port, pid to DIR/pid),
+        waits for DIR/go; `unshare`: moves its (only) thread to a new network namespace
+        (unshare(CLONE_NEWNET), as container tools do) with loopback up, after the socket was
+        made; accepts, writes the client's port to DIR/cport, waits for DIR/go2, then echoes
+        everything until the client's EOF
+  netns_pair.py client PORT DIR           connects, touches DIR/connected, sends 1 MiB while
+        reading the echo; prints "ok <bytes> <sha256>"
+"""
+import ctypes
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+SIZE = 1 << 20
+
+
+def wait_file(p, secs=60):
+    for _ in range(secs * 20):
+        if os.path.exists(p):
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"no {p}")
+
+
+def server(d, mode):
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(4)
+    with open(d + "/pid", "w") as f:
+        f.write(str(os.getpid()))
+    with open(d + "/port.tmp", "w") as f:
+        f.write(str(ls.getsockname()[1]))
+    os.rename(d + "/port.tmp", d + "/port")
+    wait_file(d + "/go")
+    if mode == "unshare":
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x40000000) != 0:
+            raise SystemExit(f"unshare: {os.strerror(ctypes.get_errno())}")
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True, env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+    c, peer = ls.accept()
+    with open(d + "/cport", "w") as f:
+        f.write(str(peer[1]))
+    wait_file(d + "/go2")
+    n = 0
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        c.sendall(b)
+        n += len(b)
+    c.close()
+    print(f"server echoed {n}", flush=True)
+
+
+def client(port, d):
+    s = socket.create_connection(("127.0.0.1", port))
+    open(d + "/connected", "w").close()
+    data = bytes((i * 31 + 7) & 0xFF for i in range(SIZE))
+
+    def send():
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+
+    t = threading.Thread(target=send)
+    t.start()
+    got = bytearray()
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    t.join()
+    print(f"ok {len(got)} {hashlib.sha256(got).hexdigest()} {'same' if bytes(got) == data else 'DIFFERENT'}", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "server":
+        server(sys.argv[2], sys.argv[3])
+    else:
+        client(int(sys.argv[2]), sys.argv[3])

@@ -22,7 +22,7 @@ bool signal_restarts_call(bool socket_has_timeout) {
 bool signal_restarts_call(const signals::Seen& since, bool socket_has_timeout) {
     // Ended for a pthread_cancel: the interposer unwinds the thread on its way out.
     if (socket_has_timeout || cancel::pending()) return false;
-    const signals::Seen now = signals::seen();
+    const signals::Seen now = signals::counted();
     if (now.delivered != since.delivered) return now.interrupting == since.interrupting;
     return signal_restarts_call(false);
 }

@@ -34,6 +34,7 @@ struct Held {
 };
 constexpr uint32_t kMaxHeld = 4;  // more in one section: the rest run at once, as before
 __thread Held tls_held[kMaxHeld] __attribute__((tls_model("initial-exec")));
+__thread Seen tls_held_base __attribute__((tls_model("initial-exec")));  // seen() while handlers are held back
 
 // The application's handler of one signal (handler_slots.hpp).
 struct Handler {
@@ -107,6 +108,9 @@ void on_signal(int sig, siginfo_t* si, void* uc) {
     sleep::cancel_entry(uc);
     held::Counts& d = held::tls_counts;
     if (d.depth > 0 && d.held < kMaxHeld && known) {
+        // The counts before the first one held back: what seen() says until
+        // they have run (see seen()).
+        if (d.held == 0) tls_held_base = {tls_counters.delivered - 1, tls_counters.interrupting - (restarts ? 0u : 1u)};
         Held& e = tls_held[d.held];
         e.sig = sig;
         e.info = *si;
@@ -122,7 +126,17 @@ void on_signal(int sig, siginfo_t* si, void* uc) {
 
 }  // namespace
 
-Seen seen() { return {tls_counters.delivered, tls_counters.interrupting}; }
+// While a handler is held back (it arrived inside a section of a call: the
+// handshake, a lock), the counts from before it: a wait that begins later in
+// the same call (the handshake settled, then the ring's wait) must end for it
+// at once, as the kernel's wait would have, not sleep with its handler held
+// until the call returns, which it then never does.
+Seen seen() {
+    if (held::tls_counts.held > 0) return tls_held_base;
+    return counted();
+}
+
+Seen counted() { return {tls_counters.delivered, tls_counters.interrupting}; }
 
 bool since(const Seen& before) { return tls_counters.delivered != before.delivered; }
 

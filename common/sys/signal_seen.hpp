@@ -35,7 +35,12 @@ struct Seen {
     uint32_t interrupting = 0; // of those, without SA_RESTART
 };
 
+// A wait's starting point: the counts now, or, while handlers are held back
+// (below), the counts from before the first of them, so a wait that begins
+// then ends for them at once.
 Seen seen();
+// The counts now, held-back handlers included (what a wait compares with its start).
+Seen counted();
 // Whether a handler ran on this thread since `before` (one thread-local load).
 bool since(const Seen& before);
 // The counter since() reads, for the sleep stub that checks it as the last

@@ -252,3 +252,34 @@ TEST_CASE("inside an interposer (HandlersAtReturn) a held-back handler waits for
     }
     CHECK(g_plain == 1);
 }
+
+// The in-band handshake holds handlers back (DeferHandlers) and settles; the
+// ring's wait that follows in the same call takes its `since` then. A handler
+// held back before that must end the wait at once (before: the wait slept with
+// the handler held until the call returned, which it never did: the first-wait
+// cases of handler_io_check over rdma hung).
+TEST_CASE("a wait that begins while a handler is held back ends for it, with its restart flag") {
+    KeepUsr1 keep;
+    for (int flags : {SA_RESTART, 0}) {
+        struct sigaction sa = handler_action(flags);
+        REQUIRE(signals::app_sigaction(SIGUSR1, &sa, nullptr) == 0);
+        g_plain = 0;
+        signals::HandlersAtReturn call;  // the interposer's whole call
+        {
+            signals::DeferHandlers handshake;
+            raise(SIGUSR1);
+            CHECK(g_plain == 0);  // held back
+        }
+        CHECK(g_plain == 0);  // held until the call returns
+        const signals::Seen since = signals::seen();  // the later wait begins
+        CHECK(signals::since(since));
+        CHECK(signal_restarts_call(since, false) == (flags == SA_RESTART));
+        pollfd none{-1, 0, 0};
+        errno = 0;
+        CHECK(sleep::poll(&none, 1, 5'000'000, nullptr, since) == -1);  // no 5 s sleep
+        CHECK(errno == EINTR);
+        signals::held::run();  // what the interposer's return does
+        CHECK(g_plain == 1);
+        CHECK_FALSE(signals::since(signals::seen()));
+    }
+}

@@ -77,6 +77,21 @@ void refresh_first_locked() {
     g_any_first.store(owed, std::memory_order_release);
 }
 
+// Copies kept bytes from `at` into `iov` (the caller holds h->lock); moves
+// the consumed count past them unless MSG_PEEK. Returns how many.
+size_t serve(Header* h, uint64_t at, const iovec* iov, int cnt, int flags) {
+    const uint64_t len = h->length;
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(h + 1) + at;
+    size_t n = 0;
+    for (int i = 0; i < cnt && at + n < len; ++i) {
+        const size_t k = std::min<size_t>(iov[i].iov_len, len - at - n);
+        std::memcpy(iov[i].iov_base, src + n, k);
+        n += k;
+    }
+    if (!(flags & MSG_PEEK)) h->consumed.store(at + n, std::memory_order_release);
+    return n;
+}
+
 void add_locked(const Entry& e) {
     if (!g_entries) g_entries = new std::vector<Entry>;
     if (Entry* old = find_locked(e.inode)) {  // a newer connection on a reused inode
@@ -162,14 +177,7 @@ ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize
         return -1;
     }
     if (r < 0) h->owed_err.store(err);
-    const uint8_t* src = reinterpret_cast<const uint8_t*>(h + 1) + at;
-    size_t n = 0;
-    for (int i = 0; i < cnt && at + n < len; ++i) {
-        const size_t k = std::min<size_t>(iov[i].iov_len, len - at - n);
-        std::memcpy(iov[i].iov_base, src + n, k);
-        n += k;
-    }
-    if (!(flags & MSG_PEEK)) h->consumed.store(at + n, std::memory_order_release);
+    const size_t n = serve(h, at, iov, cnt, flags);
     downgrade::unlock(h->lock);
     return static_cast<ssize_t>(n);
 }
@@ -187,15 +195,7 @@ bool before_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t
     const uint64_t len = h->length, at = std::min(h->consumed.load(std::memory_order_acquire), len);
     bool served = true;
     if (at < len) {
-        const uint8_t* src = reinterpret_cast<const uint8_t*>(h + 1) + at;
-        size_t n = 0;
-        for (int i = 0; i < cnt && at + n < len; ++i) {
-            const size_t k = std::min<size_t>(iov[i].iov_len, len - at - n);
-            std::memcpy(iov[i].iov_base, src + n, k);
-            n += k;
-        }
-        if (!(flags & MSG_PEEK)) h->consumed.store(at + n, std::memory_order_release);
-        out = static_cast<ssize_t>(n);
+        out = static_cast<ssize_t>(serve(h, at, iov, cnt, flags));
     } else if (h->fin.load(std::memory_order_acquire) == 1) {
         // The writer's end, once (a writer stopped before its shim could end
         // the kernel's stream: it does when it runs again; the kernel says so then).

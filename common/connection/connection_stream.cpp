@@ -354,6 +354,10 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             errno = ECONNRESET;
             return -1;
         }
+        // The end came first, then the reset, and the ring holds nothing more:
+        // TCP's recv says EOF (the error stays owed). Not a look again: the
+        // wait below ends at once for a reset, and every look finds the same.
+        if (transport_failed() || peer_reset_.load()) return static_cast<ssize_t>(total);
         if (peer_closed_.load()) {  // EOF after the last record
             RS_LOG(debug, "fd %d: peer gone, end of stream", fd_);
             return static_cast<ssize_t>(total);

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,10 +131,57 @@ bool preloads_shim(char* const* envp) {
     return false;
 }
 
+// The program an exec is about to run, as the kernel finds it: `fd` (fexecve),
+// else `path` relative to `dirfd`; a name without a slash (execvp) through
+// PATH, as libc searches it. False when it cannot be found.
+bool exec_target(int dirfd, const char* path, int fd, bool search, struct ::stat& st, std::string& found) {
+    if (fd >= 0) return fstat(fd, &st) == 0;
+    if (!path || !*path) return dirfd >= 0 && fstat(dirfd, &st) == 0;  // execveat's AT_EMPTY_PATH
+    if (!search || std::strchr(path, '/')) {
+        found = path;
+        return fstatat(dirfd, path, &st, 0) == 0;
+    }
+    const char* dirs = getenv("PATH");
+    std::string list = dirs ? dirs : "/bin:/usr/bin";
+    for (size_t at = 0; at <= list.size();) {
+        size_t end = list.find(':', at);
+        if (end == std::string::npos) end = list.size();
+        std::string dir = list.substr(at, end - at);
+        found = (dir.empty() ? std::string(".") : dir) + "/" + path;
+        if (access(found.c_str(), X_OK) == 0 && ::stat(found.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return true;
+        at = end + 1;
+    }
+    return false;
+}
+
+// Whether the loader runs that program in secure mode (set-user-ID or
+// set-group-ID, or file capabilities), where it ignores LD_PRELOAD. Not found:
+// as if it did (the kept bytes would have no reader).
+bool runs_secure(int dirfd, const char* path, int fd, bool search) {
+    struct ::stat st{};
+    std::string found;
+    if (!exec_target(dirfd, path, fd, search, st, found)) return true;
+    if (st.st_mode & (S_ISUID | S_ISGID)) return true;
+    // File capabilities: an xattr (an execute-only file cannot be opened to
+    // ask; the loader then honours LD_PRELOAD unless it has capabilities, which
+    // we cannot see: taken as none).
+    int f = fd >= 0 ? fd : found.empty() ? dirfd : -1;
+    if (f < 0) f = static_cast<int>(raw_syscall(SYS_openat, dirfd, found.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    char cap[64];
+    const ssize_t n = f >= 0 ? fgetxattr(f, "security.capability", cap, sizeof cap) : -1;
+    if (f >= 0 && f != fd && f != dirfd) raw_syscall(SYS_close, f);
+    return n > 0;
+}
+
 // Before an exec: a new image with the shim can take what a peer that does not
 // answer left in a ring (kept bytes), so the exec need not wait for that peer.
-void hand_over_for_exec(char* const* envp) {
-    hand_over_inherited("exec", 1, 0, preloads_shim(envp) ? Connection::Unread::may_claim : Connection::Unread::ask_peer);
+// Only where the shim will be there to serve them: LD_PRELOAD names it, and the
+// loader will not ignore it.
+void hand_over_for_exec(char* const* envp, int dirfd, const char* path, int fd = -1, bool search = false) {
+    const int saved = errno;
+    const bool claim = preloads_shim(envp) && !runs_secure(dirfd, path, fd, search);
+    errno = saved;
+    hand_over_inherited("exec", 1, 0, claim ? Connection::Unread::may_claim : Connection::Unread::ask_peer);
 }
 
 // The fds an SCM_RIGHTS message carries, in order.
@@ -322,7 +370,7 @@ extern "C" {
 
 int execve(const char* path, char* const argv[], char* const envp[]) {
     REAL(execve);
-    hand_over_for_exec(envp);
+    hand_over_for_exec(envp, AT_FDCWD, path);
     std::vector<char*> env;
     std::string var;
     return real_execve(path, argv, exec_env(envp, env, var));
@@ -331,7 +379,7 @@ int execve(const char* path, char* const argv[], char* const envp[]) {
 int execv(const char* path, char* const argv[]) {
     REAL(execv);
     REAL(execve);
-    hand_over_for_exec(environ);
+    hand_over_for_exec(environ, AT_FDCWD, path);
     std::vector<char*> env;
     std::string var;
     if (char* const* e = exec_env(environ, env, var); e != environ) return real_execve(path, argv, e);
@@ -341,7 +389,7 @@ int execv(const char* path, char* const argv[]) {
 int execvp(const char* file, char* const argv[]) {
     REAL(execvp);
     REAL(execvpe);
-    hand_over_for_exec(environ);
+    hand_over_for_exec(environ, AT_FDCWD, file, -1, true);
     std::vector<char*> env;
     std::string var;
     if (char* const* e = exec_env(environ, env, var); e != environ) return real_execvpe(file, argv, e);
@@ -350,7 +398,7 @@ int execvp(const char* file, char* const argv[]) {
 
 int execvpe(const char* file, char* const argv[], char* const envp[]) {
     REAL(execvpe);
-    hand_over_for_exec(envp);
+    hand_over_for_exec(envp, AT_FDCWD, file, -1, true);
     std::vector<char*> env;
     std::string var;
     return real_execvpe(file, argv, exec_env(envp, env, var));
@@ -358,14 +406,14 @@ int execvpe(const char* file, char* const argv[], char* const envp[]) {
 
 int fexecve(int fd, char* const argv[], char* const envp[]) {
     REAL(fexecve);
-    hand_over_for_exec(envp);
+    hand_over_for_exec(envp, AT_FDCWD, nullptr, fd);
     std::vector<char*> env;
     std::string var;
     return real_fexecve(fd, argv, exec_env(envp, env, var));
 }
 
 int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
-    hand_over_for_exec(envp);
+    hand_over_for_exec(envp, dirfd, path);
     std::vector<char*> env;
     std::string var;
     return static_cast<int>(raw_syscall(SYS_execveat, dirfd, path, argv, exec_env(envp, env, var), flags));

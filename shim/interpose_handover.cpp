@@ -35,6 +35,7 @@
 #include "io_path.hpp"
 #include "splice_ring.hpp"
 #include "shm/leftover.hpp"
+#include "shm/peer_check.hpp"
 
 using namespace rdmasock;
 using namespace rdmasock::shim;
@@ -200,10 +201,26 @@ std::vector<int> passed_fds(const msghdr* msg) {
 }
 
 // SCM_RIGHTS: the receiver reads the kernel socket.
-void hand_over_passed(const msghdr* msg) {
+// `via` is the Unix socket that carries them, -1 where the kept bytes cannot
+// travel with them (sendmmsg): a receiver that loads the shim (its process,
+// by SO_PEERCRED, maps it; not ourselves: a socket pair's credentials are its
+// creator's, whichever process holds the other end now) adopts kept bytes
+// beside the socket, so a peer that does not answer is not waited for.
+void hand_over_passed(const msghdr* msg, int via) {
     if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return;
     const int saved = errno;
-    hand_over_fds(passed_fds(msg), "passed to another process (SCM_RIGHTS)");
+    std::vector<std::shared_ptr<Connection>> cs;
+    for (int fd : passed_fds(msg))
+        if (auto c = carried_at(fd)) cs.push_back(std::move(c));
+    if (!cs.empty()) {
+        auto unread = Connection::Unread::ask_peer;
+        ucred cr{};
+        socklen_t len = sizeof cr;
+        if (via >= 0 && getsockopt(via, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0 && cr.pid != getpid() &&
+            peer_check::loads_shim(cr.pid))
+            unread = Connection::Unread::may_claim;
+        Connection::hand_over_all(cs, "passed to another process (SCM_RIGHTS)", unread);
+    }
     errno = saved;
 }
 
@@ -244,7 +261,7 @@ char* const* exec_env(char* const* envp, std::vector<char*>& out, std::string& v
 
 namespace rdmasock::shim {
 // sendmsg/sendmmsg (interpose_io.cpp, interpose_mmsg.cpp) call this first.
-void before_passing_fds(const msghdr* msg) { hand_over_passed(msg); }
+void before_passing_fds(const msghdr* msg, int via) { hand_over_passed(msg, via); }
 
 // A vfork child can only exec or exit, and it closes fds before its exec
 // (subprocess's close_fds): the connection's doorbells among them, without

@@ -141,7 +141,7 @@ ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
     msghdr with;
     std::vector<char> ctl;
     if (msg && msg->msg_controllen) {
-        before_passing_fds(msg);
+        before_passing_fds(msg, fd);
         msg = with_leftovers(msg, with, ctl);
     }
     return data_call(

@@ -28,7 +28,7 @@ extern "C" {
 int sendmmsg(int fd, mmsghdr* msgs, unsigned vlen, int flags) {
     shim::ErrnoKept kept;
     for (unsigned i = 0; msgs && i < vlen && i < UIO_MAXIOV; ++i)
-        if (msgs[i].msg_hdr.msg_controllen) before_passing_fds(&msgs[i].msg_hdr);
+        if (msgs[i].msg_hdr.msg_controllen) before_passing_fds(&msgs[i].msg_hdr, -1);
     auto through_shim = [&](Socket& s) -> int {
         const unsigned max = vlen > UIO_MAXIOV ? UIO_MAXIOV : vlen;  // the kernel's cap
         if (max == 0) return 0;

@@ -70,7 +70,8 @@ ssize_t recv_one(Socket& s, void* buf, size_t n, int flags);
 ssize_t send_one(Socket& s, const void* buf, size_t n, int flags);
 // A message passing fds (SCM_RIGHTS): each carried connection among them goes
 // back to TCP first (interpose_handover.cpp).
-void before_passing_fds(const msghdr* msg);
+// `via`: the socket that carries the message (-1: its kept bytes cannot go with it).
+void before_passing_fds(const msghdr* msg, int via);
 // sendmsg with SCM_RIGHTS after before_passing_fds: where a passed socket has
 // kept bytes (leftover.hpp), `out` is the message with their memfds added
 // (control in `ctl`) and the result is &out; else `msg`.

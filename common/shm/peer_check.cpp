@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -161,6 +162,39 @@ bool holds_socket(pid_t pid, uint64_t inode) {
         if (found) break;
     }
     kernel::close(d);
+    errno = saved;
+    return found;
+}
+
+}  // namespace rdmasock::peer_check
+
+namespace rdmasock::peer_check {
+
+bool loads_shim(pid_t pid) {
+    if (pid <= 0) return false;
+    char path[48];
+    std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
+    const int saved = errno;
+    const int f = kernel::open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return errno = saved, false;
+    // The name may straddle two reads: keep its length minus one from the last.
+    static constexpr char kName[] = "librdmasock";
+    constexpr size_t kLen = sizeof kName - 1;
+    char buf[8192 + kLen];
+    size_t kept = 0;
+    bool found = false;
+    for (;;) {
+        const ssize_t n = kernel::read(f, buf + kept, sizeof buf - kept);
+        if (n <= 0) break;
+        const size_t have = kept + static_cast<size_t>(n);
+        if (memmem(buf, have, kName, kLen)) {
+            found = true;
+            break;
+        }
+        kept = std::min(have, kLen - 1);
+        std::memmove(buf, buf + have - kept, kept);
+    }
+    kernel::close(f);
     errno = saved;
     return found;
 }

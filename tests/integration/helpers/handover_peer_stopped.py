@@ -3,9 +3,11 @@ reads the rest of the request from the inherited socket, while the client, which
 the server had not read, is stopped (SIGSTOP, as a client blocked on another channel never
 looks at this connection). Over TCP the handler reads them at once. Once the client runs again
 it sends a tail and ends its stream: the handler reads the tail after the request, then EOF.
-Roles: "server PORTFILE STOPPEDFILE WAIT", "client PORT SENTFILE RESUMEFILE",
-"handler FD WAIT STATEDIR". WAIT is how the handler first waits for the request: recv, poll,
-select or epoll. The server prints what the handler read.
+Roles: "server PORTFILE STOPPEDFILE WAIT [exec|pass]", "client PORT SENTFILE RESUMEFILE",
+"handler FD WAIT STATEDIR", "worker UNIXPATH WAIT STATEDIR". WAIT is how the handler first waits
+for the request: recv, poll, select or epoll. HOW: the server's child execs the handler, or the
+server passes the socket (SCM_RIGHTS) to a worker process started before the connection. The
+server prints what the handler read.
 """
 import os, select, socket, sys, time
 
@@ -28,6 +30,16 @@ def wait_readable(s, how):
 
 
 role = sys.argv[1]
+if role == "worker":
+    # Another process that the server passes the socket to (SCM_RIGHTS), started before the
+    # connection exists: it listens on a Unix socket, takes the fd, and is the handler.
+    path = sys.argv[2]
+    u = socket.socket(socket.AF_UNIX); u.bind(path); u.listen(1)
+    open(path + ".ready", "w").close()
+    c, _ = u.accept()
+    _, fds, _, _ = socket.recv_fds(c, 16, 1)
+    sys.argv = [sys.argv[0], "handler", str(fds[0]), sys.argv[3], sys.argv[4]]
+    role = "handler"
 if role == "handler":
     s = socket.socket(fileno=int(sys.argv[2]))
     state = sys.argv[4]
@@ -45,6 +57,13 @@ if role == "handler":
     s.sendall(b"bye")
     sys.exit(0)
 if role == "server":
+    how = sys.argv[5] if len(sys.argv) > 5 else "exec"
+    state = os.path.dirname(sys.argv[3])
+    if how == "pass":
+        import subprocess
+        worker_path = os.path.join(state, "worker.sock")
+        worker = subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", worker_path, sys.argv[4], state])
+        while not os.path.exists(worker_path + ".ready"): time.sleep(0.05)
     l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
     with open(sys.argv[2] + ".tmp", "w") as f: f.write(str(l.getsockname()[1]))
     os.rename(sys.argv[2] + ".tmp", sys.argv[2])
@@ -52,6 +71,12 @@ if role == "server":
     for _ in range(3): s.sendall(s.recv(16, socket.MSG_WAITALL))  # both directions onto the ring
     s.recv(1, socket.MSG_WAITALL)  # the request's first byte; 4096 more wait unread
     while not os.path.exists(sys.argv[3]): time.sleep(0.05)  # the client is stopped now
+    if how == "pass":
+        u = socket.socket(socket.AF_UNIX); u.connect(worker_path)
+        socket.send_fds(u, [b"s"], [s.fileno()])
+        s.close()
+        worker.wait()
+        sys.exit(0)
     pid = os.fork()
     if pid == 0:
         os.set_inheritable(s.fileno(), True)

@@ -46,21 +46,40 @@ constexpr int64_t kForeignGraceUs = 100'000;
 
 }  // namespace
 
-// A peer gone before its take-back (its socket ended): the ring's `left`
-// unread bytes are final. Read them out (the caller holds reader_busy) and keep
-// them beside the socket (leftover.hpp); the kernel's end follows them.
-static bool keep_leftover(ring::RingReader& rd, RingControl& rc, uint64_t inode, size_t left) {
+// What the peer left in our receive ring, taken by this side (the caller holds
+// reader_busy): its `left` unread bytes into kept bytes beside the socket
+// (leftover.hpp), in `order`, and the reader's place moved past them. Used for
+// a peer gone before its take-back (at_kernel_end: the kernel's end follows)
+// and for one that does not answer (before_kernel: claim_receives, which also
+// keeps the peer's end-of-stream record; a ring that fails validation there
+// keeps nothing). False, with nothing kept and the place as it was published,
+// on a short read or no memory.
+static bool keep_ring_rest(ring::RingReader& rd, RingControl& rc, uint64_t inode, size_t left, leftover::Order order,
+                           bool* fin = nullptr) {
+    const bool first = order == leftover::Order::before_kernel;
     std::vector<uint8_t> bytes(left);
     size_t got = 0;
-    while (got < left) {
+    ring::RingStatus end = ring::RingStatus::would_block;
+    for (;;) {
+        // Gone: the `left` bytes are all (the kernel's end follows). Claimed:
+        // one look past them too, for the peer's end-of-stream record.
+        if (!first && got == left) break;
         auto r = rd.read(bytes.data() + got, left - got);
         got += r.bytes;
-        if (r.bytes == 0 || r.fault || r.status != ring::RingStatus::ok) break;
+        if (r.fault) break;
+        if (r.bytes == 0) {
+            end = r.status;
+            break;
+        }
+        if (!first && r.status != ring::RingStatus::ok) break;
     }
-    if (got != left || !leftover::keep(inode, bytes.data(), left)) return false;
+    const bool ended = first && end == ring::RingStatus::eof;
+    if (fin) *fin = ended;
+    if (got != left || (first && end == ring::RingStatus::broken) ||
+        ((left > 0 || ended) && !leftover::keep(inode, bytes.data(), left, order, ended)))
+        return false;
     rc.read_pos.store(rd.consumed(), std::memory_order_release);
     rc.read_partial.store(rd.partial(), std::memory_order_release);
-    RS_LOG(info, "the peer's socket ended before it took back; its %zu unread ring bytes are kept for the socket's next reader", left);
     return true;
 }
 
@@ -398,21 +417,8 @@ bool Connection::claim_receives() {
     ring::RingReader& rd = transport_->reader();
     rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
     const size_t left = rd.readable_bytes();
-    std::vector<uint8_t> bytes(left);
-    size_t got = 0;
-    ring::RingStatus end = ring::RingStatus::would_block;
-    for (;;) {
-        auto r = rd.read(bytes.data() + got, left - got);
-        got += r.bytes;
-        if (r.fault) break;
-        if (r.bytes == 0) {
-            end = r.status;
-            break;
-        }
-    }
-    const bool fin = end == ring::RingStatus::eof;
-    if (got != left || end == ring::RingStatus::broken ||
-        ((left > 0 || fin) && !leftover::keep(socket_inode(), bytes.data(), left, leftover::Order::before_kernel, fin))) {
+    bool fin = false;
+    if (!keep_ring_rest(rd, *rc, socket_inode(), left, leftover::Order::before_kernel, &fin)) {
         // A ring that fails validation, or no memory for the kept bytes: wait
         // for the writer's take-back, as without the claim.
         rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
@@ -420,8 +426,6 @@ bool Connection::claim_receives() {
         RS_LOG(warn, "fd %d: could not keep the %zu bytes the peer left in the ring; waiting for it to send them again", fd_, left);
         return false;
     }
-    rc->read_pos.store(rd.consumed(), std::memory_order_release);
-    rc->read_partial.store(rd.partial(), std::memory_order_release);
     rc->back_state.store(kBack, std::memory_order_seq_cst);
     downgrade::unlock(rc->reader_busy);
     RS_LOG(info, "fd %d: the peer did not answer the hand-over; its %zu unread ring bytes%s are kept for the socket's next reader", fd_,
@@ -457,7 +461,9 @@ bool Connection::finish_hand_over(const char* why, Unread unread) {
                 const size_t left = rd.readable_bytes();
                 // Nobody can put them on the TCP socket again: we take them
                 // ourselves, for whoever reads the socket next (leftover.hpp).
-                const bool kept = left == 0 || keep_leftover(rd, *rc, socket_inode(), left);
+                const bool kept = left == 0 || keep_ring_rest(rd, *rc, socket_inode(), left, leftover::Order::at_kernel_end);
+                if (kept && left > 0)
+                    RS_LOG(info, "the peer's socket ended before it took back; its %zu unread ring bytes are kept for the socket's next reader", left);
                 rc->back_state.store(kBack, std::memory_order_seq_cst);
                 downgrade::unlock(rc->reader_busy);
                 if (!kept) reset_for_unread(left, "before it took back its unread bytes");

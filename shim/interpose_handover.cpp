@@ -60,11 +60,11 @@ void hand_over_fd(int fd, const char* why) {
 
 // Several at once (Connection::hand_over_all): both ends of one connection may
 // be among them.
-void hand_over_fds(const std::vector<int>& fds, const char* why) {
+void hand_over_fds(const std::vector<int>& fds, const char* why, Connection::Unread unread = Connection::Unread::ask_peer) {
     std::vector<std::shared_ptr<Connection>> cs;
     for (int fd : fds)
         if (auto c = carried_at(fd)) cs.push_back(std::move(c));
-    Connection::hand_over_all(cs, why);
+    Connection::hand_over_all(cs, why, unread);
 }
 
 // Socket inodes that an exec keeps: every fd without FD_CLOEXEC, by the
@@ -209,18 +209,15 @@ std::vector<int> passed_fds(const msghdr* msg) {
 void hand_over_passed(const msghdr* msg, int via) {
     if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return;
     const int saved = errno;
-    std::vector<std::shared_ptr<Connection>> cs;
-    for (int fd : passed_fds(msg))
-        if (auto c = carried_at(fd)) cs.push_back(std::move(c));
-    if (!cs.empty()) {
-        auto unread = Connection::Unread::ask_peer;
-        ucred cr{};
-        socklen_t len = sizeof cr;
-        if (via >= 0 && getsockopt(via, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0 && cr.pid != getpid() &&
-            peer_check::loads_shim(cr.pid))
-            unread = Connection::Unread::may_claim;
-        Connection::hand_over_all(cs, "passed to another process (SCM_RIGHTS)", unread);
-    }
+    const std::vector<int> fds = passed_fds(msg);
+    auto unread = Connection::Unread::ask_peer;
+    ucred cr{};
+    socklen_t len = sizeof cr;
+    // (Only when a carried connection is among them: the maps are read once per pass.)
+    if (via >= 0 && std::any_of(fds.begin(), fds.end(), [](int fd) { return carried_at(fd) != nullptr; }) &&
+        getsockopt(via, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0 && cr.pid != getpid() && peer_check::loads_shim(cr.pid))
+        unread = Connection::Unread::may_claim;
+    hand_over_fds(fds, "passed to another process (SCM_RIGHTS)", unread);
     errno = saved;
 }
 

@@ -22,7 +22,7 @@ std::atomic<bool> g_any{false};
 
 void erase_locked(int epfd, int fd) {
     if (!g_list) return;
-    std::erase_if(*g_list, [&](const KeptInterest& k) { return (epfd < 0 || k.epfd == epfd) && k.fd == fd; });
+    std::erase_if(*g_list, [&](const KeptInterest& k) { return k.epfd == epfd && k.fd == fd; });
     g_any.store(!g_list->empty(), std::memory_order_release);
 }
 

@@ -25,7 +25,7 @@ d="$IT_TMP"
 ROUNDS=40
 LIVENESS=30
 chmod 755 "$d"
-mkdir -p "$d/bin" && cp "$ROOT/tests/integration/helpers/side_channel_squatter.py" "$d/bin/" && chmod -R a+rX "$d/bin"
+mkdir -p "$d/bin" && cp "$ROOT/tests/integration/helpers/side_channel_squatter.py" "$ROOT/tests/integration/helpers/lingering_socket.py" "$d/bin/" && chmod -R a+rX "$d/bin"
 ATTACKER="$d/bin/side_channel_squatter.py"
 PAIR="$ROOT/tests/integration/helpers/squatter_pair.py"
 # The attacker's interpreter must be one `nobody` may run (not one under /root).

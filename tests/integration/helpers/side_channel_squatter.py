@@ -22,37 +22,14 @@ import struct
 import sys
 import time
 
+from lingering_socket import lingering  # (this folder)
+
 MAGIC, VERSION = 0x32565352, 2
 KEEP = []
 
 
 def say(*a):
     print(*a, flush=True)
-
-
-def lingering(seconds):
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # inherited by the connection it never accepts
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(1)
-    c = socket.socket()
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    c.connect(ls.getsockname())
-    c.setblocking(False)
-    try:
-        while True:
-            c.send(b"x" * 65536)
-    except BlockingIOError:
-        pass
-    time.sleep(0.2)  # let the receiver's window close
-    try:
-        while True:
-            c.send(b"x" * 65536)
-    except BlockingIOError:
-        pass
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, seconds))
-    KEEP.append(ls)  # never accepted, never read: a zero window for as long as we live
-    return c
 
 
 def wire(kind, claimed_fd):

@@ -18,29 +18,10 @@ import struct
 import sys
 import time
 
+from lingering_socket import lingering  # (this folder)
+
 MAGIC, VERSION = 0x32565352, 2
 KEEP = []
-
-
-def lingering(seconds):
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(1)
-    c = socket.socket()
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    c.connect(ls.getsockname())
-    c.setblocking(False)
-    for _ in range(2):
-        try:
-            while True:
-                c.send(b"x" * 65536)
-        except BlockingIOError:
-            pass
-        time.sleep(0.05)
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, seconds))
-    KEEP.append(ls)
-    return c
 
 
 def offer(inode, bait):

@@ -103,8 +103,9 @@ TakeBack take_back_until(RingControl& c, const uint8_t* ring, uint64_t capacity,
         const RecordKind kind = header_kind(header);
         const uint32_t len = header_length(header);
         const uint64_t bytes = record_bytes(len);
+        const uint64_t next = next_position(pos, kind, len, capacity);
         if ((kind != RecordKind::data && kind != RecordKind::wrap && kind != RecordKind::fin) || off + bytes > capacity ||
-            pos + bytes > end)
+            next > end)
             return fail("no record of ours at position " + std::to_string(pos));
         std::memcpy(&footer, ring + off + footer_offset(len), 4);
         if (footer != footer_for(header, pos) || partial > len || (partial > 0 && kind != RecordKind::data))
@@ -120,7 +121,7 @@ TakeBack take_back_until(RingControl& c, const uint8_t* ring, uint64_t capacity,
             t.resent += len - partial;
         }
         partial = 0;
-        pos += bytes;
+        pos = next;
     }
     return t;
 }

@@ -18,6 +18,13 @@ public:
     // Deliver the staged record into the reader's ring, first byte to last.
     // False when the transport failed; the writer then reports "broken".
     virtual bool post(uint64_t offset, uint64_t bytes) = 0;
+    // The writer's window grows over [from, to) of the ring: back that memory
+    // now, or say no (the writer keeps its window). The default: the whole
+    // ring is backed already (RDMA registers it whole).
+    virtual bool back(uint64_t from, uint64_t to) {
+        (void)from, (void)to;
+        return true;
+    }
 };
 
 // How a reader tells the writer how far it has consumed (flow control).

@@ -24,7 +24,7 @@ namespace rdmasock::ring {
 enum class RecordKind : uint32_t {
     none = 0,  // zeroed memory: no record yet
     data = 1,  // payload bytes of the stream
-    wrap = 2,  // rest of the ring is unused; the next record starts at offset 0
+    wrap = 2,  // rest of this lap is unused; the next record starts at offset 0
     fin = 3,   // the writer shut down its direction: end of stream
 };
 
@@ -74,5 +74,19 @@ constexpr uint32_t max_payload(uint64_t capacity) {
 constexpr bool valid_capacity(uint64_t capacity) {
     return capacity >= kMinCapacity && capacity <= kMaxCapacity && (capacity & (capacity - 1)) == 0;
 }
+
+// Where the record after the one at `position` starts. A wrap marker ends the
+// lap wherever it stands: a writer whose window (ring_writer.hpp) is smaller
+// than the ring wraps at the window's end, and the positions it skips count as
+// written and consumed, so both cursors stay absolute and footers stay bound.
+constexpr uint64_t next_position(uint64_t position, RecordKind kind, uint32_t length, uint64_t capacity) {
+    return kind == RecordKind::wrap ? (position & ~(capacity - 1)) + capacity : position + record_bytes(length);
+}
+
+// The part of a same-host ring a new connection's writer uses first: what a
+// connection of small requests and answers ever touches. Its writer doubles
+// the window each time it finds it full, up to the ring (RingWriter), backing
+// the pages first; the rest of the ring costs address space only.
+inline constexpr uint64_t kFirstWindow = 16 * 1024;
 
 }  // namespace rdmasock::ring

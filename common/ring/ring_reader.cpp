@@ -26,9 +26,9 @@ bool is_prefix_of(uint32_t seen, uint32_t expected) {
 
 }  // namespace
 
-RingReader::RingReader(uint8_t* ring, uint64_t capacity, ConsumedPublisher& publisher)
+RingReader::RingReader(uint8_t* ring, uint64_t capacity, ConsumedPublisher& publisher, uint64_t window)
     : ring_(ring), capacity_(capacity), mask_(capacity - 1), max_payload_(max_payload(capacity)),
-      publisher_(publisher) {
+      publisher_(publisher), lap_window_(window == 0 || window > capacity ? capacity : window) {
     if (!valid_capacity(capacity)) fail("ring capacity is not a power of two in range");
 }
 
@@ -55,9 +55,9 @@ RingReader::Record RingReader::inspect(uint64_t position, bool latch) {
                 return {RingStatus::broken, kind, 0};
             }
             break;
-        case RecordKind::wrap:
-            if (length != 0 || off + kAlign != capacity_) {
-                if (latch) fail("wrap marker at ring offset " + std::to_string(off) + " is not at the ring's end");
+        case RecordKind::wrap:  // anywhere: the writer's window may end before the ring's
+            if (length != 0) {
+                if (latch) fail("wrap marker at ring offset " + std::to_string(off) + " carries a length");
                 return {RingStatus::broken, kind, 0};
             }
             break;
@@ -124,15 +124,18 @@ IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
             }
             if (partial < rec.length) break;  // caller's buffer is full
         }
-        if (consume) release(pos, rec.length);
-        pos += record_bytes(rec.length);
+        if (consume) {
+            release(pos, rec.length);
+            if (rec.kind == RecordKind::wrap) lap_window_ = std::max<uint64_t>((pos & mask_) + kAlign, kMinCapacity);
+        }
+        pos = next_position(pos, rec.kind, rec.length, capacity_);
         partial = 0;
     }
     if (consume) {
         consumed_ = pos;
         partial_ = partial;
         delivered_ += r.bytes;
-        if (consumed_ - published_ >= capacity_ / 8) flush_consumed();
+        if (consumed_ - published_ >= lap_window_ / 8) flush_consumed();
     }
     if (r.bytes > 0) r.status = RingStatus::ok;
     else if (broken_) r.status = RingStatus::broken;
@@ -162,7 +165,7 @@ RingReader::Walked RingReader::walk(uint64_t pos, uint64_t from, bool latch, Vis
         Record rec = inspect(pos, latch);
         if (rec.state != RingStatus::ok) return {rec.state, pos};
         if (!visit(pos, rec)) return {RingStatus::ok, pos};
-        pos += record_bytes(rec.length);
+        pos = next_position(pos, rec.kind, rec.length, capacity_);
     }
     return {broken_ ? RingStatus::broken : RingStatus::would_block, pos};
 }

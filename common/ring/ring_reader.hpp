@@ -5,10 +5,15 @@
 // is reported as "broken" and never read out of bounds.
 //
 // Flow control is lazy: the consumed position is published only after an eighth
-// of the ring has been freed (or on request). A writer blocks only when fewer than
-// 24 bytes look free, so at that point at least 7/8 of the ring minus 24 bytes is
-// unread: the reader is guaranteed to cross the threshold if the application
-// keeps reading, and no per-record acknowledgement is needed.
+// of the writer's window has been freed (or on request). A writer blocks only
+// when fewer than 32 bytes of its window look free, so at that point at least
+// 7/8 of the window minus 32 bytes is unread: the reader is guaranteed to cross
+// the threshold if the application keeps reading, and no per-record
+// acknowledgement is needed. The reader learns the window from where the
+// writer's wrap markers stand (it starts from `window`, the writer's first);
+// the window only grows, so the eighth it uses is never too large for long:
+// passing a wrap marker skips the rest of the ring, at least half of it when
+// the window is smaller, which publishes at once.
 #pragma once
 
 #include <sys/uio.h>
@@ -26,7 +31,7 @@ namespace rdmasock::ring {
 
 class RingReader {
 public:
-    RingReader(uint8_t* ring, uint64_t capacity, ConsumedPublisher& publisher);
+    RingReader(uint8_t* ring, uint64_t capacity, ConsumedPublisher& publisher, uint64_t window = 0);
 
     // Copies up to the iovec's size out of complete records. consume=false peeks.
     IoResult readv(const iovec* iov, int iovcnt, bool consume = true);
@@ -124,6 +129,7 @@ private:
     OwnerWritten<uint64_t> consumed_{0};  // absolute position of the current record
     OwnerWritten<uint32_t> partial_{0};   // payload bytes of the current record already delivered
     uint64_t published_ = 0;  // last position told to the writer
+    uint64_t lap_window_;     // where the writer's last wrap marker ended its lap
     uint64_t delivered_ = 0;  // payload bytes consumed, all time
     // The byte scan ahead of the read position (readable_bytes' exclusion):
     // records from consumed_ up to scan_pos_ are complete and counted;

@@ -17,10 +17,29 @@ const char* to_string(RingStatus s) {
     return "?";
 }
 
-RingWriter::RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed)
-    : capacity_(capacity), mask_(capacity - 1), max_payload_(max_payload(capacity)), sink_(sink),
-      peer_consumed_(consumed) {
+RingWriter::RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed, uint64_t window)
+    : capacity_(capacity), mask_(capacity - 1), window_(window == 0 || window > capacity ? capacity : window),
+      max_payload_(max_payload(window_)), sink_(sink), peer_consumed_(consumed) {
     if (!valid_capacity(capacity)) fail("ring capacity is not a power of two in range");
+    else if (!valid_capacity(window_)) fail("ring window is not a power of two in range");
+}
+
+// Same lap: the window less what is unread. The reader still in the lap
+// before (we wrapped): only up to its place. (Positions count the rest of a
+// lap a wrap marker skipped as written, and as consumed once read.)
+uint64_t RingWriter::free_in_window(uint64_t written, uint64_t consumed) const {
+    const uint64_t used = written - consumed;
+    if ((written & ~mask_) == (consumed & ~mask_)) return used < window_ ? window_ - used : 0;
+    return used < capacity_ ? capacity_ - used : 0;
+}
+
+bool RingWriter::grow_window() {
+    if (window_ >= capacity_ || status_ == RingStatus::broken) return false;
+    const uint64_t next = window_ * 2;
+    if (!sink_.back(window_, next)) return false;
+    window_ = next;
+    max_payload_ = max_payload(next);
+    return true;
 }
 
 RingStatus RingWriter::fail(std::string why) {
@@ -46,8 +65,9 @@ bool RingWriter::refresh_consumed() {
 
 bool RingWriter::has_space() {
     if (status_ == RingStatus::broken) return false;
-    if (free_bytes() >= 2 * record_bytes(1) + kFinReserve) return true;
-    return refresh_consumed() && free_bytes() >= 2 * record_bytes(1) + kFinReserve;
+    constexpr uint64_t need = 2 * record_bytes(1) + kFinReserve;
+    if (free_in_window(written_, consumed_) >= need) return true;
+    return refresh_consumed() && free_in_window(written_, consumed_) >= need;
 }
 
 // A look (poll asks it beside a writer in another thread): nothing stored,
@@ -60,7 +80,7 @@ bool RingWriter::writable() const {
     uint64_t consumed = std::min(consumed_.get(), written);
     uint64_t c;
     if (peer_consumed_.load(c) && c > consumed && c % kAlign == 0) consumed = std::min(c, written);
-    return (capacity_ - (written - consumed)) * 3 >= capacity_;
+    return free_in_window(written, consumed) * 3 >= window_;
 }
 
 // Copies `length` bytes out of the iovec cursor into one record and posts it.
@@ -101,7 +121,7 @@ bool RingWriter::put_record(RecordKind kind, const iovec*& iov, int& iovcnt, siz
         fail("transport failed to post a record");
         return false;
     }
-    written_ += bytes;
+    written_ = next_position(written_, kind, length, capacity_);
     return true;
 }
 
@@ -110,13 +130,22 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
     if (status_ == RingStatus::broken) return {0, RingStatus::broken};
     if (fin_sent_) return {0, fail("write after end of stream")};
     size_t iov_off = 0;
+    bool grew = false;
     while (iovcnt > 0 && iov->iov_len == 0) ++iov, --iovcnt;
     while (iovcnt > 0) {
-        uint64_t tail = capacity_ - (written_ & mask_);
-        // A record needs 16 bytes for one payload byte; a tail of 8 only takes a wrap marker.
-        uint64_t need = (tail == kAlign ? kAlign + record_bytes(1) : record_bytes(1)) + kFinReserve;
-        if (free_bytes() < need && (!refresh_consumed() || free_bytes() < need)) break;
-        if (tail == kAlign) {
+        const uint64_t tail = window_ - (written_ & mask_);
+        const bool wrap = wrap_due(tail);
+        // A record needs 16 bytes for one payload byte; a wrap needs the tail as well.
+        const uint64_t need = (wrap ? tail : 0) + record_bytes(1) + kFinReserve;
+        if (free_in_window(written_, consumed_) < need &&
+            (!refresh_consumed() || free_in_window(written_, consumed_) < need)) {
+            if (!grew && grow_window()) {
+                grew = true;
+                continue;
+            }
+            break;
+        }
+        if (wrap) {
             int none = 0;
             size_t zero = 0;
             const iovec* nil = nullptr;
@@ -126,7 +155,9 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
         size_t left_in_iov = 0;  // total remaining is bounded by what we can take anyway
         for (int i = 0; i < iovcnt && left_in_iov < max_payload_; ++i)
             left_in_iov += iov[i].iov_len - (i == 0 ? iov_off : 0);
-        uint64_t room = std::min(tail, free_bytes() - kFinReserve) - kHeaderBytes - kFooterBytes;
+        // Inside a smaller window the last 8 bytes stay for its wrap marker.
+        const uint64_t data_tail = window_ < capacity_ ? tail - kAlign : tail;
+        uint64_t room = std::min(data_tail, free_in_window(written_, consumed_) - kFinReserve) - kHeaderBytes - kFooterBytes;
         uint32_t len = static_cast<uint32_t>(std::min<uint64_t>({left_in_iov, max_payload_, room}));
         bool fault = false;
         if (!put_record(RecordKind::data, iov, iovcnt, iov_off, len, &fault)) {
@@ -149,14 +180,18 @@ IoResult RingWriter::write(const void* data, size_t len) {
 RingStatus RingWriter::write_fin() {
     if (status_ == RingStatus::broken) return status_;
     if (fin_sent_) return RingStatus::ok;
-    uint64_t tail = capacity_ - (written_ & mask_);
-    uint64_t need = tail == kAlign ? 2 * kAlign : kAlign;
-    if (free_bytes() < need && (!refresh_consumed() || free_bytes() < need))
+    // The end-of-stream record takes 8 bytes and nothing follows it: it fits
+    // any tail of a smaller window (the whole ring's last 8 bytes still wrap first).
+    const uint64_t tail = window_ - (written_ & mask_);
+    const bool wrap = tail == kAlign && window_ == capacity_;
+    const uint64_t need = (wrap ? tail : 0) + kAlign;
+    if (free_in_window(written_, consumed_) < need &&
+        (!refresh_consumed() || free_in_window(written_, consumed_) < need))
         return status_ == RingStatus::broken ? RingStatus::broken : RingStatus::would_block;
     int none = 0;
     size_t zero = 0;
     const iovec* nil = nullptr;
-    if (tail == kAlign && !put_record(RecordKind::wrap, nil, none, zero, 0)) return status_;
+    if (wrap && !put_record(RecordKind::wrap, nil, none, zero, 0)) return status_;
     if (!put_record(RecordKind::fin, nil, none, zero, 0)) return status_;
     fin_sent_ = true;
     return RingStatus::ok;

@@ -18,7 +18,14 @@ class RingWriter {
 public:
     // `consumed` is the reader's published consumed position, living in this
     // process's memory (written by the peer); it is validated on every read.
-    RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed);
+    // `window`: the part of the ring used at first (0: all of it).
+    //
+    // The window grows as TCP's buffers autotune: records wrap at its end, and
+    // a write that finds it full doubles it (once per call, up to the ring)
+    // after the sink backs the new pages (RecordSink::back). A window is never
+    // made smaller, so the reader, which follows wrap markers wherever they
+    // stand, never needs to know it.
+    RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed, uint64_t window = 0);
 
     // Appends as much of the gathered bytes as fits, split into records; never
     // blocks. bytes == 0 with would_block means the ring is full.
@@ -40,20 +47,27 @@ public:
     // A look, safe beside a writer in another thread: it never breaks the ring.
     bool writable() const;
     uint64_t capacity() const { return capacity_; }
+    uint64_t window() const { return window_; }
     uint64_t written() const { return written_; }
     RingStatus status() const { return status_; }
     const std::string& error() const { return error_; }
 
 private:
     bool refresh_consumed();
-    uint64_t free_bytes() const { return capacity_ - (written_ - consumed_); }
+    // Free space within the window: what a writer could fill before it waits.
+    uint64_t free_in_window(uint64_t written, uint64_t consumed) const;
+    bool grow_window();
+    // The lap ends here: a tail of 8 takes only a wrap marker; inside a smaller
+    // window a tail of 16 too (a data record there would leave no room for it).
+    bool wrap_due(uint64_t tail) const { return tail == kAlign || (window_ < capacity_ && tail < kAlign + record_bytes(1)); }
     bool put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off, uint32_t length,
                     bool* fault = nullptr);
     RingStatus fail(std::string why);
 
     uint64_t capacity_;
     uint64_t mask_;
-    uint32_t max_payload_;
+    OwnerWritten<uint64_t> window_;  // read by writable()'s lookers too
+    uint32_t max_payload_;  // of the window: a wrap loses at most a quarter of it
     RecordSink& sink_;
     ConsumedCounter peer_consumed_;
     // Read by writable()'s unlocked lookers too.

@@ -3,7 +3,9 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,9 +23,8 @@ std::string errno_text(const char* what) { return std::string(what) + ": " + std
 constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
 void* map_shared(int fd, size_t size) {
-    // MAP_POPULATE: the pages exist already (fallocate); mapping them now keeps
-    // page faults off the first round trips.
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    // No MAP_POPULATE: populating a shared mapping allocates every page.
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     return p == MAP_FAILED ? nullptr : p;
 }
 
@@ -33,7 +34,7 @@ MemfdSegment& MemfdSegment::operator=(MemfdSegment&& o) noexcept {
     if (this != &o) {
         this->~MemfdSegment();
         data_ = o.data_, size_ = o.size_, fd_ = o.fd_, held_ = o.held_;
-        o.data_ = nullptr, o.size_ = 0, o.fd_ = -1, o.held_ = false;
+        o.data_ = nullptr, o.size_ = 0, o.fd_ = -1, o.held_ = 0;
     }
     return *this;
 }
@@ -43,10 +44,10 @@ MemfdSegment::~MemfdSegment() {
         munmap(data_, size_);
         memory_budget::mapped(-static_cast<int64_t>(size_));
     }
-    if (held_) memory_budget::release(size_);
+    if (held_) memory_budget::release(held_);
     release_fd();
     data_ = nullptr;
-    held_ = false;
+    held_ = 0;
 }
 
 void MemfdSegment::release_fd() {
@@ -54,21 +55,18 @@ void MemfdSegment::release_fd() {
     fd_ = -1;
 }
 
-bool MemfdSegment::create(size_t size, std::string& err) {
+bool MemfdSegment::create(size_t size, size_t charge, std::string& err) {
     int fd = memfd_create("rdmasock-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) return err = errno_text("memfd_create"), false;
     fd_ = fd;
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) return err = errno_text("ftruncate"), false;
-    // Every page allocated now, or a clear error now: never SIGBUS at first touch.
-    if (int e = posix_fallocate(fd, 0, static_cast<off_t>(size)); e != 0)
-        return err = "fallocate: " + std::string(strerror(e)), false;
     if (kernel::fcntl(fd, F_ADD_SEALS, kSeals) != 0) return err = errno_text("F_ADD_SEALS"), false;
     data_ = map_shared(fd, size);
     if (!data_) return err = errno_text("mmap"), false;
     size_ = size;
     memory_budget::mapped(static_cast<int64_t>(size));
-    memory_budget::hold(size);
-    held_ = true;
+    memory_budget::hold(charge);
+    held_ = charge;
     return true;
 }
 
@@ -81,8 +79,11 @@ bool MemfdSegment::attach(int fd, size_t size, std::string& err) {
     // Without these seals the peer could shrink the file under our mapping (SIGBUS).
     int seals = kernel::fcntl(fd, F_GET_SEALS);
     if (seals < 0 || (seals & kSeals) != kSeals) return err = "the peer's segment is not sealed", false;
-    // Allocated blocks cover the whole size: no hole to fault in later.
-    if (static_cast<uint64_t>(st.st_blocks) * 512 < size) return err = "the peer's segment is not fully backed", false;
+    // A memfd of the kernel's shmem mount, whose holes fault in without a size
+    // limit; a hugetlbfs memfd (sealable too) could run out of pages into SIGBUS.
+    struct statfs fs {};
+    if (fstatfs(fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC)
+        return err = "the peer's segment is not a shared-memory memfd", false;
     // The peer chose the size: it must leave the program its address space.
     if (!memory_budget::address_space_allows(size))
         return err = "not enough address space for the peer's rings (RLIMIT_AS)", false;

@@ -1,12 +1,18 @@
-// The memory of a same-host connection: an anonymous memfd, fully backed and
-// sealed before the peer ever sees it.
+// The memory of a same-host connection: an anonymous memfd, sealed before the
+// peer ever sees it.
 //
 // Why not a named /dev/shm segment: a name can be guessed, squatted or left
 // behind, and a tmpfs that fills up turns the first touch of an unbacked page
-// into SIGBUS. Here the creator allocates every page (fallocate) before use and
-// seals the size (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), so neither side can
-// later shrink it under the other's mapping. The fd travels to the peer with
-// SCM_RIGHTS over the side channel and is closed once mapped.
+// into SIGBUS. A memfd lives on the kernel's own shmem mount, which has no size
+// to fill: its pages are allocated at first touch and only memory itself can
+// run short, which the memory budget guards before the rings' writers touch
+// them (memory_budget.hpp; a writer backs each part of its ring before use,
+// shm_channel.hpp). So a ring costs the pages its connection used, not its
+// size. The size is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), so
+// neither side can shrink it under the other's mapping, and a segment from the
+// peer must be such a memfd (tmpfs, not hugetlbfs, whose pages can run out
+// into SIGBUS). The fd travels to the peer with SCM_RIGHTS over the side
+// channel and is closed once mapped.
 #pragma once
 
 #include <cstddef>
@@ -23,9 +29,10 @@ public:
     MemfdSegment& operator=(MemfdSegment&& o) noexcept;
     ~MemfdSegment();
 
-    // Creates, backs, seals and maps `size` zeroed bytes. False with `err` on failure
-    // (the caller stays on TCP).
-    bool create(size_t size, std::string& err);
+    // Creates, seals and maps `size` zeroed bytes; `charge` of them count in
+    // memory_budget::held_bytes() while this lives (what its creator expects to
+    // touch). False with `err` on failure (the caller stays on TCP).
+    bool create(size_t size, size_t charge, std::string& err);
     // Maps a segment received from the peer: it must be a memfd of exactly `size`
     // bytes carrying all three seals. Takes ownership of `fd` either way.
     bool attach(int fd, size_t size, std::string& err);
@@ -41,7 +48,7 @@ private:
     void* data_ = nullptr;
     size_t size_ = 0;
     int fd_ = -1;
-    bool held_ = false;  // created here: counted in memory_budget::held_bytes()
+    size_t held_ = 0;  // created here: counted in memory_budget::held_bytes()
 };
 
 }  // namespace rdmasock

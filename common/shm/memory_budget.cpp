@@ -243,6 +243,17 @@ uint64_t capacity_for_new_rings(uint64_t wanted, uint64_t (*segment)(uint64_t), 
     return cap;
 }
 
+bool take_more(uint64_t bytes, uint64_t cap_setting) {
+    for (;;) {
+        uint64_t held = g_held.load(std::memory_order_acquire);
+        const uint64_t counted = held + g_pending.load(std::memory_order_acquire);
+        const MemoryView view = current_view(counted);
+        const uint64_t own_cap = cap_setting == UINT64_MAX ? (view.limit ? auto_cap(view) : UINT64_MAX) : cap_setting;
+        if (ring_capacity_within(bytes, [](uint64_t b) { return b; }, counted, own_cap, view) != bytes) return false;
+        if (g_held.compare_exchange_weak(held, held + bytes, std::memory_order_acq_rel)) return true;
+    }
+}
+
 uint64_t held_bytes() { return g_held.load(std::memory_order_relaxed); }
 void hold(uint64_t bytes) { g_held.fetch_add(bytes, std::memory_order_relaxed); }
 void release(uint64_t bytes) { g_held.fetch_sub(bytes, std::memory_order_relaxed); }

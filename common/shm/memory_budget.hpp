@@ -77,6 +77,11 @@ void mapped(int64_t delta);
 // the shim's part of it, reserved-but-not-mapped bytes, the new need.
 bool address_space_share_ok(uint64_t limit, uint64_t vm_total, uint64_t shim_mapped, uint64_t pending, uint64_t need);
 
+// More memory for rings already set up (a writer's window grows,
+// shm_channel.hpp): the same rule as a new connection's, checked and taken
+// into held_bytes() as one step. False: it does not fit, nothing taken.
+bool take_more(uint64_t bytes, uint64_t cap_setting);
+
 // Ring memory this process holds (shared-memory segments it created, RDMA
 // rings it registered): counted by their owners.
 uint64_t held_bytes();

@@ -1,5 +1,18 @@
 #include "shm/shm_channel.hpp"
 
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.hpp"
+#include "shm/memory_budget.hpp"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
 namespace rdmasock {
 
 namespace {
@@ -23,9 +36,35 @@ size_t ring_offset(int side, uint64_t capacity) { return 3 * kPage + side * capa
 
 size_t ShmChannel::segment_size(uint64_t ring_capacity) { return 3 * kPage + 2 * ring_capacity; }
 
-ShmChannel::ShmChannel(MemfdSegment segment, int side, uint64_t capacity)
+// What a new segment touches: its header and control pages, each ring's first window.
+static size_t first_use(uint64_t ring_capacity) { return 3 * kPage + 2 * std::min(ring_capacity, ring::kFirstWindow); }
+
+ShmChannel::ShmChannel(MemfdSegment segment, int side, uint64_t capacity, uint64_t memory_cap)
     : memfd_(std::move(segment)), side_(side) {
+    sink_.memory_cap = memory_cap;
     map_rings(static_cast<uint8_t*>(memfd_.data()), capacity);
+}
+
+ShmChannel::~ShmChannel() {
+    if (sink_.held) memory_budget::release(sink_.held);
+}
+
+bool ShmChannel::LocalSink::back(uint64_t from, uint64_t to) {
+    const uint64_t bytes = to - from;
+    if (!memory_budget::take_more(bytes, memory_cap)) {
+        RS_LOG(debug, "ring window stays at %llu KiB: memory is short (RDMASOCK_RING_MEMORY)",
+               static_cast<unsigned long long>(from >> 10));
+        return false;
+    }
+    // Old kernels lack the advice (EINVAL): the budget said yes, the pages fault in at first touch.
+    if (madvise(ring + from, bytes, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+        RS_LOG(debug, "ring window stays at %llu KiB: populate: %s", static_cast<unsigned long long>(from >> 10),
+               std::strerror(errno));
+        memory_budget::release(bytes);
+        return false;
+    }
+    held += bytes;
+    return true;
 }
 
 void ShmChannel::map_rings(uint8_t* base, uint64_t capacity) {
@@ -33,8 +72,9 @@ void ShmChannel::map_rings(uint8_t* base, uint64_t capacity) {
     rx_control_ = reinterpret_cast<RingControl*>(base + control_offset(1 - side_));
     sink_.ring = base + ring_offset(side_, capacity);
     publisher_.counter = &rx_control_->consumed;
-    writer_ = std::make_unique<ring::RingWriter>(capacity, sink_, &tx_control_->consumed);
-    reader_ = std::make_unique<ring::RingReader>(base + ring_offset(1 - side_, capacity), capacity, publisher_);
+    writer_ = std::make_unique<ring::RingWriter>(capacity, sink_, &tx_control_->consumed, ring::kFirstWindow);
+    reader_ = std::make_unique<ring::RingReader>(base + ring_offset(1 - side_, capacity), capacity, publisher_,
+                                                 ring::kFirstWindow);
 }
 
 void ShmChannel::init_segment(uint8_t* base, uint64_t capacity) {
@@ -54,15 +94,16 @@ bool ShmChannel::check_segment(const uint8_t* base, uint64_t capacity, std::stri
     return true;
 }
 
-std::unique_ptr<ShmChannel> ShmChannel::create_sealed(uint64_t ring_capacity, std::string& err) {
+std::unique_ptr<ShmChannel> ShmChannel::create_sealed(uint64_t ring_capacity, std::string& err, uint64_t memory_cap) {
     if (!ring::valid_capacity(ring_capacity)) return err = "invalid ring capacity", nullptr;
     MemfdSegment seg;
-    if (!seg.create(segment_size(ring_capacity), err)) return nullptr;
+    if (!seg.create(segment_size(ring_capacity), first_use(ring_capacity), err)) return nullptr;
     init_segment(static_cast<uint8_t*>(seg.data()), ring_capacity);
-    return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 0, ring_capacity));
+    return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 0, ring_capacity, memory_cap));
 }
 
-std::unique_ptr<ShmChannel> ShmChannel::attach_sealed(int fd, uint64_t ring_capacity, std::string& err) {
+std::unique_ptr<ShmChannel> ShmChannel::attach_sealed(int fd, uint64_t ring_capacity, std::string& err,
+                                                      uint64_t memory_cap) {
     MemfdSegment seg;
     if (!ring::valid_capacity(ring_capacity)) {
         seg.attach(fd, 0, err);  // takes the fd so it is closed
@@ -70,7 +111,7 @@ std::unique_ptr<ShmChannel> ShmChannel::attach_sealed(int fd, uint64_t ring_capa
     }
     if (!seg.attach(fd, segment_size(ring_capacity), err)) return nullptr;
     if (!check_segment(static_cast<uint8_t*>(seg.data()), ring_capacity, err)) return nullptr;
-    return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 1, ring_capacity));
+    return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 1, ring_capacity, memory_cap));
 }
 
 }  // namespace rdmasock

@@ -21,11 +21,22 @@ namespace rdmasock {
 
 class ShmChannel {
 public:
-    // A sealed, fully backed memfd (memfd_segment.hpp): side 0 creates it
-    // (memfd_fd() is what to pass to the peer over the side channel), side 1
-    // maps the fd it received (taking ownership of it) and validates its header.
-    static std::unique_ptr<ShmChannel> create_sealed(uint64_t ring_capacity, std::string& err);
-    static std::unique_ptr<ShmChannel> attach_sealed(int fd, uint64_t ring_capacity, std::string& err);
+    // A sealed memfd (memfd_segment.hpp): side 0 creates it (memfd_fd() is
+    // what to pass to the peer over the side channel), side 1 maps the fd it
+    // received (taking ownership of it) and validates its header.
+    //
+    // Each side's writer starts with a window of ring::kFirstWindow of its
+    // ring and doubles it when it finds it full (ring_writer.hpp); before it
+    // goes past what it used, it takes the memory from this process's budget
+    // (`memory_cap`: RDMASOCK_RING_MEMORY, UINT64_MAX = auto) and faults the
+    // pages in (MADV_POPULATE_WRITE: a shortage is an error, not a signal).
+    // No room: the window stays as it is. An idle connection of small
+    // messages costs the few pages it touched.
+    static std::unique_ptr<ShmChannel> create_sealed(uint64_t ring_capacity, std::string& err,
+                                                     uint64_t memory_cap = UINT64_MAX);
+    static std::unique_ptr<ShmChannel> attach_sealed(int fd, uint64_t ring_capacity, std::string& err,
+                                                     uint64_t memory_cap = UINT64_MAX);
+    ~ShmChannel();
     int memfd_fd() const { return memfd_.fd(); }
     void release_memfd() { memfd_.release_fd(); }
 
@@ -43,15 +54,18 @@ public:
     static size_t segment_size(uint64_t ring_capacity);
 
 private:
-    ShmChannel(MemfdSegment segment, int side, uint64_t capacity);
+    ShmChannel(MemfdSegment segment, int side, uint64_t capacity, uint64_t memory_cap);
     void map_rings(uint8_t* base, uint64_t capacity);
     static void init_segment(uint8_t* base, uint64_t capacity);
     static bool check_segment(const uint8_t* base, uint64_t capacity, std::string& err);
 
     struct LocalSink final : ring::RecordSink {
         uint8_t* ring = nullptr;
+        uint64_t memory_cap = UINT64_MAX;
+        uint64_t held = 0;  // window growth taken from the memory budget
         uint8_t* stage(uint64_t offset, uint64_t) override { return ring + offset; }
         bool post(uint64_t, uint64_t) override { return true; }  // the footer's release store did it
+        bool back(uint64_t from, uint64_t to) override;
     };
     struct CounterPublisher final : ring::ConsumedPublisher {
         std::atomic<uint64_t>* counter = nullptr;

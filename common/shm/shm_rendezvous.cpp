@@ -222,7 +222,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
                static_cast<unsigned long long>(ring >> 10), static_cast<unsigned long long>(wanted >> 10));
     std::unique_ptr<ShmChannel> ch;
     if (opt_.fault == "shm-create") err = "fault injection shm-create";
-    else ch = ShmChannel::create_sealed(ring, err);
+    else ch = ShmChannel::create_sealed(ring, err, opt_.ring_memory);
     if (!ch) return fail("cannot create the rings: " + err);
     if (!within_fd_budget(tcp_fd)) return fail(kOverBudget);
     if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
@@ -313,7 +313,7 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
     const int peer_ring = adopt_own_fd(r.fds[1]);
     r.nfds = 0;  // ours now (attach_sealed takes the memfd)
-    auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err);
+    auto ch = ShmChannel::attach_sealed(memfd, w.ring_bytes, err, opt_.ring_memory);
     if (!ch) {
         shm_doorbell::close_peer_ring(peer_ring);
         return fail("cannot map the client's rings: " + err);

@@ -105,7 +105,7 @@ MRec model_inspect(const uint8_t* ring, uint64_t cap, uint64_t pos) {
     if (kind == 1) {
         if (len > max_payload(cap) || off + 8 + ((len + 7) & ~7ull) > cap) return {MState::broken, RecordKind::data, 0};
     } else if (kind == 2) {
-        if (len != 0 || off != cap - 8) return {MState::broken, RecordKind::wrap, 0};
+        if (len != 0) return {MState::broken, RecordKind::wrap, 0};  // anywhere: it ends the lap
     } else if (kind == 3) {
         if (len != 0) return {MState::broken, RecordKind::fin, 0};
     } else {
@@ -165,7 +165,7 @@ ReadExpect model_read(const Model& m, uint8_t* ring, size_t room, bool consume) 
             if (partial < r.length) break;
         }
         if (consume) std::memset(ring + (pos & (m.cap - 1)), 0, record_bytes(r.length));
-        pos += record_bytes(r.length);
+        pos = next_position(pos, r.kind, r.length, m.cap);
         partial = 0;
     }
     if (consume) e.pos = pos, e.partial = partial;
@@ -186,7 +186,7 @@ RingStatus model_poll(const Model& m, const uint8_t* ring) {
         if (r.state == MState::block) return RingStatus::would_block;
         if (r.kind == RecordKind::fin) return RingStatus::eof;
         if (r.kind == RecordKind::data && r.length > (pos == m.pos ? m.partial : 0)) return RingStatus::ok;
-        pos += record_bytes(r.length);
+        pos = next_position(pos, r.kind, r.length, m.cap);
     }
     return RingStatus::would_block;
 }
@@ -200,7 +200,7 @@ size_t model_readable(const Model& m, const uint8_t* ring) {
         if (r.state != MState::ok || r.kind == RecordKind::fin) break;
         if (r.length >= partial) n += r.length - partial;  // a shorter rewritten record: skipped (bug 2)
         partial = 0;
-        pos += record_bytes(r.length);
+        pos = next_position(pos, r.kind, r.length, m.cap);
     }
     return n;
 }

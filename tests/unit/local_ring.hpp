@@ -12,13 +12,22 @@
 namespace rdmasock::test {
 
 struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
-    explicit LocalRing(uint64_t capacity)
-        : memory(capacity + 64, 0), ring(memory.data()),
-          writer(capacity, *this, &consumed), reader(ring, capacity, *this) {}
+    // window: the writer's first window (0: the whole ring), the reader's hint.
+    explicit LocalRing(uint64_t capacity, uint64_t window = 0)
+        : memory(capacity + 64, 0), ring(memory.data()), backed_end(window ? window : capacity),
+          writer(capacity, *this, &consumed, window), reader(ring, capacity, *this, window) {}
 
     uint8_t* stage(uint64_t offset, uint64_t bytes) override {
         last_staged = bytes;
+        if (offset + bytes > backed_end) ++outside_backing;
         return ring + offset;
+    }
+    bool back(uint64_t from, uint64_t to) override {
+        if (!back_ok) return false;
+        if (from != backed_end || to <= from) ++bad_backs;  // windows grow contiguously
+        backed_end = to;
+        ++backs;
+        return true;
     }
     bool post(uint64_t, uint64_t) override {
         // A transport that takes its time (a doorbell, a verbs post).
@@ -38,6 +47,10 @@ struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
     int publications = 0;
     bool post_ok = true;
     int post_spin = 0;
+    // Window growth: what the writer asked the sink to back.
+    uint64_t backed_end;
+    bool back_ok = true;
+    int backs = 0, bad_backs = 0, outside_backing = 0;
     ring::RingWriter writer;
     ring::RingReader reader;
 };

@@ -79,10 +79,10 @@ TEST_CASE("unknown kinds and misplaced markers are reported") {
         put32(r, 0, 0x7f000000u);
         CHECK_THAT(read_error(r), Catch::Contains("unknown record kind"));
     }
-    SECTION("wrap marker in the middle") {
+    SECTION("wrap marker with a length") {
         LocalRing r(1024);
-        forge(r, 0, RecordKind::wrap, 0);
-        CHECK_THAT(read_error(r), Catch::Contains("not at the ring's end"));
+        forge(r, 0, RecordKind::wrap, 8);
+        CHECK_THAT(read_error(r), Catch::Contains("carries a length"));
     }
     SECTION("end of stream with a length") {
         LocalRing r(1024);

@@ -86,13 +86,16 @@ struct SidePair {
 
 }  // namespace
 
-TEST_CASE("a sealed memfd segment is backed, cannot be resized, and is checked on attach") {
+TEST_CASE("a sealed memfd segment costs the pages touched, cannot be resized, and is checked on attach") {
     std::string err;
     MemfdSegment seg;
-    REQUIRE(seg.create(1 << 16, err));
+    REQUIRE(seg.create(1 << 16, 4096, err));
     struct stat st {};
     REQUIRE(fstat(seg.fd(), &st) == 0);
-    CHECK(st.st_blocks * 512 >= (1 << 16));
+    CHECK(st.st_blocks == 0);  // nothing allocated before use
+    static_cast<char*>(seg.data())[8192] = 1;
+    REQUIRE(fstat(seg.fd(), &st) == 0);
+    CHECK(st.st_blocks * 512 == 4096);
     // Neither side can change the size under the other's mapping.
     CHECK(ftruncate(seg.fd(), 4096) != 0);
     CHECK(ftruncate(seg.fd(), 1 << 20) != 0);
@@ -108,6 +111,16 @@ TEST_CASE("a sealed memfd segment is backed, cannot be resized, and is checked o
     CHECK(err.find("sealed") != std::string::npos);
     MemfdSegment good;
     CHECK(good.attach(dup(seg.fd()), 1 << 16, err));
+    // A hugetlbfs memfd takes seals too, but its pages can run out into SIGBUS.
+    const int huge = memfd_create("huge", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+    if (huge >= 0 && ftruncate(huge, 2 << 20) == 0 &&
+        fcntl(huge, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
+        MemfdSegment hugetlb;
+        CHECK_FALSE(hugetlb.attach(huge, 2 << 20, err));
+        CHECK(err.find("not a shared-memory memfd") != std::string::npos);
+    } else if (huge >= 0) {
+        close(huge);
+    }
 }
 
 TEST_CASE("nothing of a same-host connection appears under /dev/shm") {

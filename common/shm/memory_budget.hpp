@@ -1,13 +1,16 @@
 // How much memory a new connection's rings may take.
 //
-// Ring pages are allocated when the connection upgrades (fallocate for shared
-// memory, pinned by registration for RDMA) and are charged to the creating
-// process's memory cgroup. Past the cgroup's limit the kernel does not fail
-// that allocation: it OOM-kills a process of the group (measured: a memfd
+// Ring pages are allocated when the connection upgrades (pinned by
+// registration for RDMA, the whole ring) or as a same-host ring's writer
+// widens its window (shm_channel.hpp: the first 16 KiB of each ring at the
+// upgrade, then doublings), and are charged to the allocating process's
+// memory cgroup. Past the cgroup's limit the kernel does not fail that
+// allocation: it OOM-kills a process of the group (measured: a memfd
 // fallocate loop in a 64 MiB cgroup got SIGKILL, docs/robustness.md). A TCP
-// connection costs a few KiB; two 1 MiB rings make an idle connection cost
-// 2 MiB, so a program with many connections would die of the shim where TCP
-// serves it. So before creating rings the creator asks here: the largest
+// connection costs a few KiB; a program with many connections must not die of
+// the shim where TCP serves it. So before creating rings the creator asks
+// here (for the whole segment, what its windows may grow to), and each
+// window's growth asks again (take_more): the largest
 // capacity, halving from the configured size down to kMinRing, that leaves
 // the memory it lives under (the tightest of the host and each memory cgroup
 // above this process) an eighth of its limit free, and keeps this process's

@@ -49,6 +49,17 @@ ShmChannel::~ShmChannel() {
     if (sink_.held) memory_budget::release(sink_.held);
 }
 
+// Allocates the pages of [p, p + len) now, where a shortage is an error: a
+// first touch that cannot get its page is the OOM killer's, or SIGBUS under
+// strict overcommit (shmem charges VM_NORESERVE pages at fault time).
+// Kernels before 5.14 lack the advice (EINVAL): the pages fault in at first
+// touch, as any memory of the program's does.
+static bool populate(uint8_t* p, uint64_t len, std::string& err) {
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0 || errno == EINVAL) return true;
+    err = std::string("populate: ") + std::strerror(errno);
+    return false;
+}
+
 bool ShmChannel::LocalSink::back(uint64_t from, uint64_t to) {
     const uint64_t bytes = to - from;
     if (!memory_budget::take_more(bytes, memory_cap)) {
@@ -56,10 +67,8 @@ bool ShmChannel::LocalSink::back(uint64_t from, uint64_t to) {
                static_cast<unsigned long long>(from >> 10));
         return false;
     }
-    // Old kernels lack the advice (EINVAL): the budget said yes, the pages fault in at first touch.
-    if (madvise(ring + from, bytes, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
-        RS_LOG(debug, "ring window stays at %llu KiB: populate: %s", static_cast<unsigned long long>(from >> 10),
-               std::strerror(errno));
+    if (std::string err; !populate(ring + from, bytes, err)) {
+        RS_LOG(debug, "ring window stays at %llu KiB: %s", static_cast<unsigned long long>(from >> 10), err.c_str());
         memory_budget::release(bytes);
         return false;
     }
@@ -96,9 +105,16 @@ bool ShmChannel::check_segment(const uint8_t* base, uint64_t capacity, std::stri
 
 std::unique_ptr<ShmChannel> ShmChannel::create_sealed(uint64_t ring_capacity, std::string& err, uint64_t memory_cap) {
     if (!ring::valid_capacity(ring_capacity)) return err = "invalid ring capacity", nullptr;
+    static_assert(ring::kFirstWindow % kPage == 0);
     MemfdSegment seg;
     if (!seg.create(segment_size(ring_capacity), first_use(ring_capacity), err)) return nullptr;
-    init_segment(static_cast<uint8_t*>(seg.data()), ring_capacity);
+    // Everything either side touches before a window grows, allocated here.
+    auto* base = static_cast<uint8_t*>(seg.data());
+    const uint64_t first = std::min(ring_capacity, ring::kFirstWindow);
+    if (!populate(base, 3 * kPage, err) || !populate(base + ring_offset(0, ring_capacity), first, err) ||
+        !populate(base + ring_offset(1, ring_capacity), first, err))
+        return nullptr;
+    init_segment(base, ring_capacity);
     return std::unique_ptr<ShmChannel>(new ShmChannel(std::move(seg), 0, ring_capacity, memory_cap));
 }
 

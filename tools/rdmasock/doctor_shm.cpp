@@ -1,10 +1,11 @@
 // Same-host transport prerequisites, each tried for real on a throwaway object:
-// a sealed memfd backed by fallocate (the rings), eventfd (doorbells), an
+// a sealed memfd whose pages are allocated as used (the rings), eventfd (doorbells), an
 // abstract Unix socket with SO_PEERCRED and SCM_RIGHTS (the side channel),
 // TCP_INFO and a NETLINK_SOCK_DIAG lookup (proving who holds a TCP connection).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/inet_diag.h>
+#include <linux/magic.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
@@ -14,8 +15,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -39,21 +42,26 @@ struct Fd {
 
 std::string sys_error(const char* call) { return std::string(call) + " failed: " + std::strerror(errno); }
 
-// Empty on success, else what failed.
+// Empty on success, else what failed. What the rings do: size, seal, map,
+// and allocate a first window's pages (the rest comes as windows grow).
 std::string try_sealed_memfd(uint64_t bytes) {
     Fd m(memfd_create("rdmasock-doctor", MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (m.fd < 0) return sys_error("memfd_create(MFD_ALLOW_SEALING)");
-    // fallocate backs every page now: a later fault can never SIGBUS the program.
-    if (fallocate(m.fd, 0, 0, static_cast<off_t>(bytes)) != 0) return sys_error("fallocate");
+    if (ftruncate(m.fd, static_cast<off_t>(bytes)) != 0) return sys_error("ftruncate");
     const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
     if (fcntl(m.fd, F_ADD_SEALS, seals) != 0) return sys_error("fcntl(F_ADD_SEALS)");
     if ((fcntl(m.fd, F_GET_SEALS) & seals) != seals) return "F_GET_SEALS does not report the seals just added";
     if (ftruncate(m.fd, 0) == 0) return "ftruncate succeeded on a memfd sealed against shrinking";
+    struct statfs fs {};
+    if (fstatfs(m.fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC) return "the memfd is not on the kernel's shmem mount";
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, 0);
     if (p == MAP_FAILED) return sys_error("mmap(MAP_SHARED)");
-    static_cast<volatile char*>(p)[bytes - 1] = 1;
+    const size_t first = std::min<uint64_t>(bytes, 16 * 1024);
+    std::string err;
+    if (madvise(p, first, 23 /* MADV_POPULATE_WRITE */) != 0 && errno != EINVAL) err = sys_error("madvise(MADV_POPULATE_WRITE)");
+    else static_cast<volatile char*>(p)[first - 1] = 1;
     munmap(p, bytes);
-    return {};
+    return err;
 }
 
 std::string try_eventfd() {
@@ -206,7 +214,7 @@ void add(Checks& out, const std::string& name, const std::string& err, const std
 void check_shm(const Config& cfg, Checks& out) {
     const uint64_t bytes = 2 * cfg.ring_bytes;
     add(out, "shm: sealed memfd", try_sealed_memfd(bytes),
-        "memfd_create, fallocate of " + std::to_string(bytes >> 10) + " KiB, F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL",
+        "memfd_create of " + std::to_string(bytes >> 10) + " KiB, F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL, a first window allocated",
         "the kernel needs memfd sealing (Linux 3.17+) and room in shmem (memory cgroup, tmpfs limits)");
     add(out, "shm: eventfd doorbells", try_eventfd(), "eventfd", "the kernel needs eventfd support");
     add(out, "shm: side channel", try_abstract_unix(), "abstract Unix socket, SO_PEERCRED, SCM_RIGHTS",

@@ -25,6 +25,9 @@ public:
         (void)from, (void)to;
         return true;
     }
+    // The window went back below [from, to), which nobody reads or writes
+    // any more: its memory may be given back (it is backed again before reuse).
+    virtual void release(uint64_t from, uint64_t to) { (void)from, (void)to; }
 };
 
 // How a reader tells the writer how far it has consumed (flow control).

@@ -93,9 +93,13 @@ IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
     bool eof = false;
     size_t iov_off = 0;
     while (iovcnt > 0 && iov->iov_len == 0) ++iov, --iovcnt;
+    bool drained = false;
     while (iovcnt > 0) {
         Record rec = inspect(pos);
-        if (rec.state != RingStatus::ok) break;
+        if (rec.state != RingStatus::ok) {
+            drained = rec.state == RingStatus::would_block;
+            break;
+        }
         if (rec.kind == RecordKind::fin) {
             eof = true;
             break;
@@ -135,7 +139,9 @@ IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
         consumed_ = pos;
         partial_ = partial;
         delivered_ += r.bytes;
-        if (consumed_ - published_ >= lap_window_ / 8) flush_consumed();
+        // A windowed writer wraps only when we are nearly through its window:
+        // it learns that we drained the ring at once, not an eighth later.
+        if (consumed_ - published_ >= lap_window_ / 8 || (drained && lap_window_ < capacity_)) flush_consumed();
     }
     if (r.bytes > 0) r.status = RingStatus::ok;
     else if (broken_) r.status = RingStatus::broken;

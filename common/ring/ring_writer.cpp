@@ -19,7 +19,7 @@ const char* to_string(RingStatus s) {
 
 RingWriter::RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed, uint64_t window)
     : capacity_(capacity), mask_(capacity - 1), window_(window == 0 || window > capacity ? capacity : window),
-      max_payload_(max_payload(window_)), sink_(sink), peer_consumed_(consumed) {
+      max_payload_(max_payload(window_)), first_window_(window_), sink_(sink), peer_consumed_(consumed) {
     if (!valid_capacity(capacity)) fail("ring capacity is not a power of two in range");
     else if (!valid_capacity(window_)) fail("ring window is not a power of two in range");
 }
@@ -33,10 +33,36 @@ uint64_t RingWriter::free_in_window(uint64_t written, uint64_t consumed) const {
     return used < capacity_ ? capacity_ - used : 0;
 }
 
+void RingWriter::shrink_window_if_idle() {
+    if (giveback_.due) {
+        // The reader zeroes what it consumed before it publishes it: past
+        // `after`, nothing of that memory is read or written any more.
+        if (!refresh_consumed() || consumed_ < giveback_.after) return;
+        sink_.release(giveback_.from, giveback_.to);
+        giveback_.due = false;
+        return;
+    }
+    if (window_ <= first_window_ || small_writes_ < kShrinkAfter) return;
+    small_writes_ = 0;
+    const uint64_t old = window_;
+    if ((written_ & mask_) >= first_window_) {  // past the first window: go on from the next lap's start
+        int none = 0;
+        size_t zero = 0;
+        const iovec* nil = nullptr;
+        if (!put_record(RecordKind::wrap, nil, none, zero, 0)) return;
+    }
+    window_ = first_window_;
+    max_payload_ = max_payload(first_window_);
+    // Whatever is unread now may lie past the first window (in this lap or,
+    // after a wrap, the one before): it goes back once the reader passed it all.
+    giveback_ = {first_window_, old, written_, true};
+}
+
 bool RingWriter::grow_window() {
     if (window_ >= capacity_ || status_ == RingStatus::broken) return false;
     const uint64_t next = window_ * 2;
-    if (!sink_.back(window_, next)) return false;
+    if (!sink_.back(window_, next)) return growth_refused_ = true, false;
+    growth_refused_ = false;
     window_ = next;
     max_payload_ = max_payload(next);
     return true;
@@ -80,6 +106,11 @@ bool RingWriter::writable() const {
     uint64_t consumed = std::min(consumed_.get(), written);
     uint64_t c;
     if (peer_consumed_.load(c) && c > consumed && c % kAlign == 0) consumed = std::min(c, written);
+    // In the reader's lap a smaller window grows on the next write (while
+    // memory allows): the space that write can take is the ring's, as before
+    // windows. Past a wrap, only what the reader has freed in the window.
+    if ((written & ~mask_) == (consumed & ~mask_) && window_ < capacity_ && !growth_refused_)
+        return (capacity_ - (written - consumed)) * 3 >= capacity_;
     return free_in_window(written, consumed) * 3 >= window_;
 }
 
@@ -132,9 +163,26 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
     size_t iov_off = 0;
     bool grew = false;
     while (iovcnt > 0 && iov->iov_len == 0) ++iov, --iovcnt;
+    if (window_ > first_window_ || giveback_.due) shrink_window_if_idle();
+    // One send, one record where the ring allows it, as one send is one
+    // segment on loopback TCP (a fault in the middle of the reader's buffer
+    // then fails the read whole, as TCP's skb copy does): a send larger than
+    // the window's record limit widens the window first.
+    if (window_ < capacity_) {
+        uint64_t total = 0;
+        for (int i = 0; i < iovcnt && total <= max_payload_; ++i) total += iov[i].iov_len;
+        while (total > max_payload_ && grow_window()) {}
+    }
     while (iovcnt > 0) {
         const uint64_t tail = window_ - (written_ & mask_);
-        const bool wrap = wrap_due(tail);
+        bool wrap = wrap_due(tail);
+        // Wrap only when the reader is nearly through the window: past a wrap
+        // the writer can take only what the reader freed before its place, so
+        // a reader that lags would hold it at a window. A lagging reader makes
+        // the window grow instead, room at once in this lap.
+        if (wrap && window_ < capacity_ && refresh_consumed() && written_ - consumed_ > window_ / 4 &&
+            grow_window())
+            continue;
         // A record needs 16 bytes for one payload byte; a wrap needs the tail as well.
         const uint64_t need = (wrap ? tail : 0) + record_bytes(1) + kFinReserve;
         if (free_in_window(written_, consumed_) < need &&
@@ -166,6 +214,10 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
         }
         r.bytes += len;
         while (iovcnt > 0 && iov->iov_len == iov_off) ++iov, --iovcnt, iov_off = 0;
+    }
+    if (window_ > first_window_) {  // a flow of small writes that never fill: the first window would do
+        if (iovcnt == 0 && r.bytes <= first_window_ / 4) ++small_writes_;
+        else small_writes_ = 0;
     }
     if (status_ == RingStatus::broken && r.bytes == 0) r.status = RingStatus::broken;
     else if (r.bytes == 0 && iovcnt > 0) r.status = RingStatus::would_block;

@@ -20,11 +20,17 @@ public:
     // process's memory (written by the peer); it is validated on every read.
     // `window`: the part of the ring used at first (0: all of it).
     //
-    // The window grows as TCP's buffers autotune: records wrap at its end, and
-    // a write that finds it full doubles it (once per call, up to the ring)
-    // after the sink backs the new pages (RecordSink::back). A window is never
-    // made smaller, so the reader, which follows wrap markers wherever they
-    // stand, never needs to know it.
+    // The window grows as TCP's buffers autotune, after the sink backs the new
+    // pages (RecordSink::back): records wrap at its end only when the reader
+    // is nearly through it (so a lagging reader holds the writer at the ring,
+    // never at a window), otherwise the window doubles; a write that finds it
+    // full doubles it (once per call), and a send larger than its record
+    // limit widens it first (one send, one record, as one loopback segment).
+    // It goes back to the first window after kShrinkAfter writes in a row
+    // that each took all their bytes, none more than a quarter of the first
+    // window: the writer wraps if it stands past it, and the sink gives the
+    // rest back (RecordSink::release) once the reader has passed everything
+    // written before. The reader follows wrap markers wherever they stand.
     RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed, uint64_t window = 0);
 
     // Appends as much of the gathered bytes as fits, split into records; never
@@ -48,6 +54,7 @@ public:
     bool writable() const;
     uint64_t capacity() const { return capacity_; }
     uint64_t window() const { return window_; }
+    static constexpr uint32_t kShrinkAfter = 256;
     uint64_t written() const { return written_; }
     RingStatus status() const { return status_; }
     const std::string& error() const { return error_; }
@@ -57,6 +64,7 @@ private:
     // Free space within the window: what a writer could fill before it waits.
     uint64_t free_in_window(uint64_t written, uint64_t consumed) const;
     bool grow_window();
+    void shrink_window_if_idle();
     // The lap ends here: a tail of 8 takes only a wrap marker; inside a smaller
     // window a tail of 16 too (a data record there would leave no room for it).
     bool wrap_due(uint64_t tail) const { return tail == kAlign || (window_ < capacity_ && tail < kAlign + record_bytes(1)); }
@@ -68,6 +76,13 @@ private:
     uint64_t mask_;
     OwnerWritten<uint64_t> window_;  // read by writable()'s lookers too
     uint32_t max_payload_;  // of the window: a wrap loses at most a quarter of it
+    uint64_t first_window_;
+    OwnerWritten<bool> growth_refused_{false};  // the sink said no last time: writable() judges the window
+    uint32_t small_writes_ = 0;  // writes in a row that took all their bytes, at most a quarter of the first window
+    struct Giveback {       // memory past a shrunk window, given back once the reader passed `after`
+        uint64_t from = 0, to = 0, after = 0;
+        bool due = false;
+    } giveback_;
     RecordSink& sink_;
     ConsumedCounter peer_consumed_;
     // Read by writable()'s unlocked lookers too.

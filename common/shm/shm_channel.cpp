@@ -76,6 +76,15 @@ bool ShmChannel::LocalSink::back(uint64_t from, uint64_t to) {
     return true;
 }
 
+// MADV_REMOVE frees the pages in the file itself, so for the peer's mapping
+// too; a later touch would find zeroes, and the writer backs them first anyway.
+void ShmChannel::LocalSink::release(uint64_t from, uint64_t to) {
+    const uint64_t bytes = std::min(to - from, held);
+    if (madvise(ring + from, to - from, MADV_REMOVE) != 0) return;  // kept: still counted
+    held -= bytes;
+    memory_budget::release(bytes);
+}
+
 void ShmChannel::map_rings(uint8_t* base, uint64_t capacity) {
     tx_control_ = reinterpret_cast<RingControl*>(base + control_offset(side_));
     rx_control_ = reinterpret_cast<RingControl*>(base + control_offset(1 - side_));

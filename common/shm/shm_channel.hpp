@@ -66,6 +66,7 @@ private:
         uint8_t* stage(uint64_t offset, uint64_t) override { return ring + offset; }
         bool post(uint64_t, uint64_t) override { return true; }  // the footer's release store did it
         bool back(uint64_t from, uint64_t to) override;
+        void release(uint64_t from, uint64_t to) override;
     };
     struct CounterPublisher final : ring::ConsumedPublisher {
         std::atomic<uint64_t>* counter = nullptr;

@@ -2,6 +2,7 @@
 // space, exactly like the shared-memory transport but without a second process.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -29,6 +30,13 @@ struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
         ++backs;
         return true;
     }
+    void release(uint64_t from, uint64_t to) override {
+        if (to != backed_end || from >= to) ++bad_backs;
+        // What MADV_REMOVE leaves: zeroes, for both ends.
+        std::fill(ring + from, ring + to, uint8_t{0});
+        backed_end = from;
+        ++releases;
+    }
     bool post(uint64_t, uint64_t) override {
         // A transport that takes its time (a doorbell, a verbs post).
         for (int i = 0; i < post_spin; ++i) asm volatile("" ::: "memory");
@@ -50,7 +58,7 @@ struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
     // Window growth: what the writer asked the sink to back.
     uint64_t backed_end;
     bool back_ok = true;
-    int backs = 0, bad_backs = 0, outside_backing = 0;
+    int backs = 0, releases = 0, bad_backs = 0, outside_backing = 0;
     ring::RingWriter writer;
     ring::RingReader reader;
 };

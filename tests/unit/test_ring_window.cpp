@@ -143,3 +143,69 @@ TEST_CASE("a writer that finds its window full is released once the reader has r
         }
     }
 }
+
+TEST_CASE("a grown window goes back once the flow fits the first one again, after the reader passed it") {
+    const uint64_t cap = 1 << 18, first = 4096;
+    for (uint64_t bulk : {40000ull, 100000ull, 200000ull, 600000ull}) {  // where the writer stands when it shrinks varies
+        LocalRing r(cap, first);
+        uint64_t stream = 0;
+        auto send_and_read = [&](size_t len, bool read_now) {
+            auto data = pattern(stream, len);
+            size_t put = 0;
+            std::vector<uint8_t> back(len);
+            size_t got = 0;
+            while (got < len) {
+                size_t w = 0;
+                if (put < len) put += w = r.writer.write(data.data() + put, len - put).bytes;
+                if (read_now || put == len || w == 0) got += r.reader.read(back.data() + got, len - got).bytes;
+            }
+            REQUIRE(back == data);
+            stream += len;
+        };
+        for (int i = 0; i < 4; ++i) send_and_read(bulk, false);  // the writer runs ahead: the window grows
+        const uint64_t grown = r.writer.window();
+        REQUIRE(grown > first);
+        for (uint32_t i = 0; i < RingWriter::kShrinkAfter + 2; ++i) send_and_read(100, true);
+        CHECK(r.writer.window() == first);
+        // The memory past the first window goes back once the reader passed the wrap marker.
+        for (int i = 0; i < 3; ++i) send_and_read(100, true);
+        CHECK(r.releases == 1);
+        CHECK(r.backed_end == first);
+        CHECK(r.bad_backs == 0);
+        // Small messages go on inside it and never touch what was given back...
+        for (int i = 0; i < 2000; ++i) send_and_read(300, true);
+        CHECK(r.outside_backing == 0);
+        CHECK(std::all_of(r.memory.begin() + first, r.memory.end(), [](uint8_t b) { return b == 0; }));
+        // ...and a bulk sender grows it again, backed first.
+        for (int i = 0; i < 4; ++i) send_and_read(bulk, false);
+        CHECK(r.writer.window() > first);
+        CHECK(r.outside_backing == 0);
+        CHECK(r.bad_backs == 0);
+    }
+}
+
+TEST_CASE("a reader that stops reading holds the writer at the ring, not at a window, as before windows") {
+    // The writer wraps only when the reader is nearly through the window; a
+    // reader that lags makes the window grow. So a peer that does not read
+    // takes as much as the whole ring would have taken, wherever it stopped.
+    const uint64_t cap = 1 << 16;
+    for (size_t exchanged : {0ul, 700ul, 5000ul, 20000ul}) {  // small traffic first: the writer may have wrapped
+        LocalRing r(cap, 1024);
+        std::vector<uint8_t> buf(cap, 3);
+        for (size_t done = 0; done < exchanged; done += 100) {
+            REQUIRE(r.writer.write(buf.data(), 100).bytes == 100);
+            REQUIRE(r.reader.read(buf.data(), 100).bytes == 100);
+        }
+        size_t taken = 0;
+        for (IoResult w; (w = r.writer.write(buf.data(), 3000)).bytes > 0;) {
+            taken += w.bytes;
+            if (taken < cap / 2) CHECK(r.writer.writable());  // poll says POLLOUT as over the whole ring
+        }
+        CHECK(taken >= cap * 3 / 4);
+        CHECK_FALSE(r.writer.writable());
+        CHECK(r.outside_backing == 0);
+        size_t got = 0;
+        for (IoResult rd; (rd = r.reader.read(buf.data(), buf.size())).bytes > 0;) got += rd.bytes;
+        CHECK(got == taken);
+    }
+}

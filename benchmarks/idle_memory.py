@@ -7,10 +7,12 @@ One selectors echo server and one client, two processes started by this script
 with whatever LD_PRELOAD it was given. The client opens N connections, makes R
 round trips of B bytes on each, then holds them all. The memory they take is
 the difference, before and after, of
-  - shared memory on the host (/proc/meminfo Shmem: the rings' memfds),
-  - the two processes' private memory (smaps_rollup Private_Clean + Private_Dirty),
+  - the two processes' proportional set size (smaps_rollup Pss: private pages
+    plus each shared page divided among the processes mapping it, so the rings
+    are counted once, and other programs on the host do not count),
   - the kernel's TCP socket memory (/proc/net/sockstat "TCP: ... mem", pages),
-divided by N. Prints one line: per-connection KiB and its parts.
+divided by N. The host's Shmem (/proc/meminfo) delta is printed beside it as a
+cross-check (it moves with anything else on the host that uses shared memory).
 """
 import argparse
 import os
@@ -83,13 +85,12 @@ def meminfo(key):
     return 0
 
 
-def private_bytes(pid):
-    total = 0
+def pss_bytes(pid):
     with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
-            if line.startswith(("Private_Clean:", "Private_Dirty:")):
-                total += int(line.split()[1]) * 1024
-    return total
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def tcp_mem_bytes():
@@ -103,9 +104,9 @@ def tcp_mem_bytes():
 
 def sample(pids):
     return {
-        "shm": meminfo("Shmem"),
-        "private": sum(private_bytes(p) for p in pids),
+        "pss": sum(pss_bytes(p) for p in pids),
         "tcp": tcp_mem_bytes(),
+        "shmem": meminfo("Shmem"),
     }
 
 
@@ -148,9 +149,9 @@ def main():
                 p.wait()
     n = a.connections
     parts = {k: (after[k] - before[k]) / n / 1024 for k in before}
-    total = sum(parts.values())
+    total = parts["pss"] + parts["tcp"]
     print(f"connections={n} rounds={a.rounds} size={a.size} per_connection_KiB={total:.1f} "
-          f"(shared={parts['shm']:.1f} private={parts['private']:.1f} tcp={parts['tcp']:.1f})")
+          f"(processes={parts['pss']:.1f} tcp={parts['tcp']:.1f}; host Shmem {parts['shmem']:+.1f})")
 
 
 if __name__ == "__main__":

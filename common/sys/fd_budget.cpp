@@ -22,6 +22,7 @@ int lowest_free(int app_fd) {
     kernel::close(fd);
     return fd;
 }
+rlim_t doorbell_share(rlim_t limit) { return std::max<rlim_t>(limit / 4, 16); }
 }  // namespace
 
 bool may_take(int n, int app_fd, For what) {
@@ -34,10 +35,12 @@ bool may_take(int n, int app_fd, For what) {
     if (!known) return true;
     // Doorbells: all `n` below half (as many numbers as the program's next opens would get).
     const rlim_t top = static_cast<rlim_t>(level) + (what == For::doorbells ? static_cast<rlim_t>(n) : 1);
+    const rlim_t own_after = static_cast<rlim_t>(own_fd_count() + n);
+    // Doorbells stay for the connection's life: at most a quarter of the limit
+    // in all, so a program that goes on opening still has three quarters.
+    if (what == For::doorbells) return level >= 0 && top <= rl.rlim_cur / 2 && own_after <= doorbell_share(rl.rlim_cur);
     if (level >= 0 && top <= rl.rlim_cur / 2) return true;
-    if (what == For::doorbells) return false;
-    const rlim_t share = std::max<rlim_t>(rl.rlim_cur / 8, 16);
-    return static_cast<rlim_t>(own_fd_count() + n) <= share;
+    return own_after <= std::max<rlim_t>(rl.rlim_cur / 8, 16);
 }
 
 }  // namespace rdmasock::fd_budget

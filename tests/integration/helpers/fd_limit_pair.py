@@ -15,8 +15,11 @@ import selectors
 import socket
 import sys
 
-COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ.get("FD_LIMIT_COUNT", "1000"))
 LIMIT = 1024
+# FD_LIMIT_EACH=1: each connection echoes as soon as it is open (the shim upgrades it
+# then, with few descriptors of the program's in the table, and keeps its doorbells).
+EACH = os.environ.get("FD_LIMIT_EACH") == "1"
 
 
 def limit():
@@ -72,19 +75,8 @@ def main():
         serve(lst, None)
     lst.close()
     conns = []
-    try:
-        for i in range(COUNT):
-            conns.append(socket.create_connection(("127.0.0.1", port), timeout=120))
-    except OSError as e:
-        print(f"client: connection {len(conns) + 1} failed: {type(e).__name__}: {e}", flush=True)
-        for c in conns:
-            c.close()
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        sys.exit(1)
-    print(f"client: opened {len(conns)}", flush=True)
-    bad = 0
-    for i, c in enumerate(conns):
+
+    def echo(i, c):
         msg = f"connection {i:06d} says hello over tcp\n".encode()
         c.sendall(msg)
         got = b""
@@ -93,7 +85,27 @@ def main():
             if not b:
                 break
             got += b
-        bad += got != msg
+        return got == msg
+
+    early = 0
+    try:
+        for i in range(COUNT):
+            conns.append(socket.create_connection(("127.0.0.1", port), timeout=120))
+            if EACH:
+                early += echo(i, conns[-1])
+    except OSError as e:
+        print(f"client: connection {len(conns) + 1} failed: {type(e).__name__}: {e}", flush=True)
+        for c in conns:
+            c.close()
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        sys.exit(1)
+    print(f"client: opened {len(conns)}", flush=True)
+    if EACH:
+        print(f"client: echoed {early} of {len(conns)} as they opened", flush=True)
+    bad = 0
+    for i, c in enumerate(conns):
+        bad += not echo(i, c)
     print(f"client: echoed {len(conns) - bad} of {len(conns)}", flush=True)
     # A file of the application's own, with every connection still open: the shim's
     # descriptors must not have taken its place either.

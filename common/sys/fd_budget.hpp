@@ -27,7 +27,7 @@ namespace rdmasock::fd_budget {
 //   shim's own descriptors stay within a quarter of it (a program that opens
 //   connection after connection, each used at once, keeps three quarters of
 //   its table: 10,000 connections under a limit of 20,000 open as over TCP,
-//   the first ~2,500 on shared memory). `app_fd` (the TCP socket) may be old: the program's lowest free
+//   the first ones on shared memory). `app_fd` (the TCP socket) may be old: the program's lowest free
 //   number is probed. Asked BEFORE the doorbells are made: the shim's own
 //   numbers are high by design (own_fd.hpp) and say nothing of the program's.
 enum class For { rendezvous, doorbells };

@@ -45,12 +45,8 @@ void RingWriter::shrink_window_if_idle() {
     if (window_ <= first_window_ || small_writes_ < kShrinkAfter) return;
     small_writes_ = 0;
     const uint64_t old = window_;
-    if ((written_ & mask_) >= first_window_) {  // past the first window: go on from the next lap's start
-        int none = 0;
-        size_t zero = 0;
-        const iovec* nil = nullptr;
-        if (!put_record(RecordKind::wrap, nil, none, zero, 0)) return;
-    }
+    // Past the first window: go on from the next lap's start.
+    if ((written_ & mask_) >= first_window_ && !put_marker(RecordKind::wrap)) return;
     window_ = first_window_;
     max_payload_ = max_payload(first_window_);
     // Whatever is unread now may lie past the first window (in this lap or,
@@ -156,6 +152,13 @@ bool RingWriter::put_record(RecordKind kind, const iovec*& iov, int& iovcnt, siz
     return true;
 }
 
+bool RingWriter::put_marker(RecordKind kind) {
+    int none = 0;
+    size_t zero = 0;
+    const iovec* nil = nullptr;
+    return put_record(kind, nil, none, zero, 0);
+}
+
 IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
     IoResult r;
     if (status_ == RingStatus::broken) return {0, RingStatus::broken};
@@ -194,10 +197,7 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
             break;
         }
         if (wrap) {
-            int none = 0;
-            size_t zero = 0;
-            const iovec* nil = nullptr;
-            if (!put_record(RecordKind::wrap, nil, none, zero, 0)) break;
+            if (!put_marker(RecordKind::wrap)) break;
             continue;
         }
         size_t left_in_iov = 0;  // total remaining is bounded by what we can take anyway
@@ -240,11 +240,8 @@ RingStatus RingWriter::write_fin() {
     if (free_in_window(written_, consumed_) < need &&
         (!refresh_consumed() || free_in_window(written_, consumed_) < need))
         return status_ == RingStatus::broken ? RingStatus::broken : RingStatus::would_block;
-    int none = 0;
-    size_t zero = 0;
-    const iovec* nil = nullptr;
-    if (wrap && !put_record(RecordKind::wrap, nil, none, zero, 0)) return status_;
-    if (!put_record(RecordKind::fin, nil, none, zero, 0)) return status_;
+    if (wrap && !put_marker(RecordKind::wrap)) return status_;
+    if (!put_marker(RecordKind::fin)) return status_;
     fin_sent_ = true;
     return RingStatus::ok;
 }

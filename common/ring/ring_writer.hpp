@@ -70,6 +70,7 @@ private:
     bool wrap_due(uint64_t tail) const { return tail == kAlign || (window_ < capacity_ && tail < kAlign + record_bytes(1)); }
     bool put_record(RecordKind kind, const iovec*& iov, int& iovcnt, size_t& iov_off, uint32_t length,
                     bool* fault = nullptr);
+    bool put_marker(RecordKind kind);  // a wrap marker or the end of stream: no payload
     RingStatus fail(std::string why);
 
     uint64_t capacity_;

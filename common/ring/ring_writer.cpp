@@ -43,10 +43,15 @@ void RingWriter::shrink_window_if_idle() {
         return;
     }
     if (window_ <= first_window_ || small_writes_ < kShrinkAfter) return;
-    small_writes_ = 0;
     const uint64_t old = window_;
-    // Past the first window: go on from the next lap's start.
-    if ((written_ & mask_) >= first_window_ && !put_marker(RecordKind::wrap)) return;
+    // Past the first window: go on from the next lap's start, as a write's own
+    // wrap would: only with room left behind it for the end of stream.
+    if ((written_ & mask_) >= first_window_) {
+        const uint64_t tail = window_ - (written_ & mask_);
+        if (!refresh_consumed() || free_in_window(written_, consumed_) < tail + kFinReserve) return;
+        if (!put_marker(RecordKind::wrap)) return;
+    }
+    small_writes_ = 0;
     window_ = first_window_;
     max_payload_ = max_payload(first_window_);
     // Whatever is unread now may lie past the first window (in this lap or,

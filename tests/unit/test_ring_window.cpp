@@ -209,3 +209,28 @@ TEST_CASE("a reader that stops reading holds the writer at the ring, not at a wi
         CHECK(got == taken);
     }
 }
+
+TEST_CASE("a window that goes back while the reader lags still takes the end of stream") {
+    // Small writes the reader does not read: the window may go back at a point
+    // where a wrap marker would leave no room for the end of stream; it waits.
+    const uint64_t cap = 1 << 16, first = 1024;
+    LocalRing r(cap, first);
+    std::vector<uint8_t> buf(cap, 5);
+    for (int i = 0; i < 8; ++i) {  // grow the window
+        size_t put = 0;
+        for (IoResult w; (w = r.writer.write(buf.data(), 4000)).bytes > 0;) put += w.bytes;
+        size_t got = 0;
+        for (IoResult rd; (rd = r.reader.read(buf.data(), buf.size())).bytes > 0;) got += rd.bytes;
+        REQUIRE(got == put);
+    }
+    REQUIRE(r.writer.window() > first);
+    size_t put = 0;
+    for (int i = 0; i < 4000; ++i) put += r.writer.write(buf.data(), 100).bytes;  // the reader does not read
+    REQUIRE(r.writer.write_fin() == RingStatus::ok);
+    size_t got = 0;
+    IoResult rd;
+    while ((rd = r.reader.read(buf.data(), buf.size())).bytes > 0) got += rd.bytes;
+    CHECK(got == put);
+    CHECK(rd.status == RingStatus::eof);
+    CHECK(r.outside_backing == 0);
+}

@@ -10,10 +10,11 @@
 // 7/8 of the window minus 32 bytes is unread: the reader is guaranteed to cross
 // the threshold if the application keeps reading, and no per-record
 // acknowledgement is needed. The reader learns the window from where the
-// writer's wrap markers stand (it starts from `window`, the writer's first);
-// the window only grows, so the eighth it uses is never too large for long:
-// passing a wrap marker skips the rest of the ring, at least half of it when
-// the window is smaller, which publishes at once.
+// writer's wrap markers stand (it starts from `window`, the writer's first).
+// An eighth of a window that has since grown only publishes more often; one
+// that has since gone back is too large for a lap at most, and then passing
+// the wrap marker skips the rest of the ring, at least half of it, which
+// publishes at once. A reader that drains a windowed ring publishes at once.
 #pragma once
 
 #include <sys/uio.h>

@@ -62,7 +62,16 @@ void RingWriter::shrink_window_if_idle() {
 bool RingWriter::grow_window() {
     if (window_ >= capacity_ || status_ == RingStatus::broken) return false;
     const uint64_t next = window_ * 2;
-    if (!sink_.back(window_, next)) return growth_refused_ = true, false;
+    if (giveback_.due && window_ >= giveback_.from) {
+        // Growing back over memory not given back yet: it is still backed
+        // and counted, so it is taken back from the give-back, never freed
+        // under the records that will land there.
+        giveback_.from = std::max(giveback_.from, next);
+        if (giveback_.from >= giveback_.to) giveback_.due = false;
+        if (next > giveback_.to && !sink_.back(giveback_.to, next)) return growth_refused_ = true, false;
+    } else if (!sink_.back(window_, next)) {
+        return growth_refused_ = true, false;
+    }
     growth_refused_ = false;
     window_ = next;
     max_payload_ = max_payload(next);
@@ -172,6 +181,7 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
     bool grew = false;
     while (iovcnt > 0 && iov->iov_len == 0) ++iov, --iovcnt;
     if (window_ > first_window_ || giveback_.due) shrink_window_if_idle();
+    const uint64_t window_before = window_;
     // One send, one record where the ring allows it, as one send is one
     // segment on loopback TCP (a fault in the middle of the reader's buffer
     // then fails the read whole, as TCP's skb copy does): a send larger than
@@ -221,7 +231,7 @@ IoResult RingWriter::writev(const iovec* iov, int iovcnt) {
         while (iovcnt > 0 && iov->iov_len == iov_off) ++iov, --iovcnt, iov_off = 0;
     }
     if (window_ > first_window_) {  // a flow of small writes that never fill: the first window would do
-        if (iovcnt == 0 && r.bytes <= first_window_ / 4) ++small_writes_;
+        if (iovcnt == 0 && window_ == window_before && r.bytes <= first_window_ / 16) ++small_writes_;
         else small_writes_ = 0;
     }
     if (status_ == RingStatus::broken && r.bytes == 0) r.status = RingStatus::broken;

@@ -27,8 +27,8 @@ public:
     // full doubles it (once per call), and a send larger than its record
     // limit widens it first (one send, one record, as one loopback segment).
     // It goes back to the first window after kShrinkAfter writes in a row
-    // that each took all their bytes, none more than a quarter of the first
-    // window: the writer wraps if it stands past it, and the sink gives the
+    // that each took all their bytes without growing it, none more than a
+    // sixteenth of the first window (1 KiB): the writer wraps if it stands past it, and the sink gives the
     // rest back (RecordSink::release) once the reader has passed everything
     // written before. The reader follows wrap markers wherever they stand.
     RingWriter(uint64_t capacity, RecordSink& sink, ConsumedCounter consumed, uint64_t window = 0);
@@ -79,7 +79,7 @@ private:
     uint32_t max_payload_;  // of the window: a wrap loses at most a quarter of it
     uint64_t first_window_;
     OwnerWritten<bool> growth_refused_{false};  // the sink said no last time: writable() judges the window
-    uint32_t small_writes_ = 0;  // writes in a row that took all their bytes, at most a quarter of the first window
+    uint32_t small_writes_ = 0;  // writes in a row that took all their bytes, at most a sixteenth of the first window
     struct Giveback {       // memory past a shrunk window, given back once the reader passed `after`
         uint64_t from = 0, to = 0, after = 0;
         bool due = false;

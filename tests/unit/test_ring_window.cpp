@@ -234,3 +234,39 @@ TEST_CASE("a window that goes back while the reader lags still takes the end of 
     CHECK(rd.status == RingStatus::eof);
     CHECK(r.outside_backing == 0);
 }
+
+TEST_CASE("a window that grows again before its memory was given back keeps every byte") {
+    // Shrink while the reader lags (the give-back waits for it), then a bulk
+    // writer grows the window again over that memory: the give-back must not
+    // free it under the new records (a zeroed wrap marker stalls the reader).
+    const uint64_t cap = 1 << 16, first = 1024;
+    LocalRing r(cap, first);
+    uint64_t sent = 0, recvd = 0;
+    std::vector<uint8_t> in(cap);
+    auto write_some = [&](size_t len) {
+        auto data = pattern(sent, len);
+        size_t n = r.writer.write(data.data(), len).bytes;
+        sent += n;
+        return n;
+    };
+    auto read_some = [&](size_t len) {
+        size_t n = r.reader.read(in.data(), std::min(len, in.size())).bytes;
+        REQUIRE(std::equal(in.begin(), in.begin() + n, pattern(recvd, n).begin()));
+        recvd += n;
+        return n;
+    };
+    for (int round = 0; round < 30; ++round) {
+        while (write_some(5000) > 0) {}                       // bulk: the window grows
+        while (read_some(cap) > 0) {}
+        for (uint32_t i = 0; i < RingWriter::kShrinkAfter + 5; ++i) {
+            write_some(40);                                   // small writes: it goes back...
+            if (i % 3 == 0) read_some(30);                    // ...while the reader lags behind
+        }
+        for (int i = 0; i < 5; ++i) write_some(3000);         // and grows again before the give-back
+        while (read_some(cap) > 0) {}
+        REQUIRE(recvd == sent);
+        REQUIRE(r.reader.status() == RingStatus::ok);
+    }
+    CHECK(r.bad_backs == 0);
+    CHECK(r.outside_backing == 0);
+}

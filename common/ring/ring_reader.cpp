@@ -28,7 +28,8 @@ bool is_prefix_of(uint32_t seen, uint32_t expected) {
 
 RingReader::RingReader(uint8_t* ring, uint64_t capacity, ConsumedPublisher& publisher, uint64_t window)
     : ring_(ring), capacity_(capacity), mask_(capacity - 1), max_payload_(max_payload(capacity)),
-      publisher_(publisher), lap_window_(window == 0 || window > capacity ? capacity : window) {
+      publisher_(publisher), lap_window_(window == 0 || window > capacity ? capacity : window),
+      windowed_(lap_window_ < capacity) {
     if (!valid_capacity(capacity)) fail("ring capacity is not a power of two in range");
 }
 
@@ -139,9 +140,10 @@ IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
         consumed_ = pos;
         partial_ = partial;
         delivered_ += r.bytes;
-        // A windowed writer wraps only when we are nearly through its window:
-        // it learns that we drained the ring at once, not an eighth later.
-        if (consumed_ - published_ >= lap_window_ / 8 || (drained && lap_window_ < capacity_)) flush_consumed();
+        // A windowed writer wraps only when we are nearly through its window,
+        // and its window may have gone back below the one we last saw: it
+        // learns that we drained the ring at once, not an eighth later.
+        if (consumed_ - published_ >= lap_window_ / 8 || (drained && windowed_)) flush_consumed();
     }
     if (r.bytes > 0) r.status = RingStatus::ok;
     else if (broken_) r.status = RingStatus::broken;

@@ -14,7 +14,9 @@
 // An eighth of a window that has since grown only publishes more often; one
 // that has since gone back is too large for a lap at most, and then passing
 // the wrap marker skips the rest of the ring, at least half of it, which
-// publishes at once. A reader that drains a windowed ring publishes at once.
+// publishes at once. A reader that drains a windowed ring publishes at once
+// (its writer may stand in a window that went back, unable to wrap and
+// refused more memory: nothing else would tell it).
 #pragma once
 
 #include <sys/uio.h>
@@ -131,6 +133,7 @@ private:
     OwnerWritten<uint32_t> partial_{0};   // payload bytes of the current record already delivered
     uint64_t published_ = 0;  // last position told to the writer
     uint64_t lap_window_;     // where the writer's last wrap marker ended its lap
+    bool windowed_;           // the writer starts with a window (shared memory): publish on draining
     uint64_t delivered_ = 0;  // payload bytes consumed, all time
     // The byte scan ahead of the read position (readable_bytes' exclusion):
     // records from consumed_ up to scan_pos_ are complete and counted;

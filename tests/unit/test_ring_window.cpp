@@ -270,3 +270,36 @@ TEST_CASE("a window that grows again before its memory was given back keeps ever
     CHECK(r.bad_backs == 0);
     CHECK(r.outside_backing == 0);
 }
+
+TEST_CASE("a writer in a window that went back, refused more memory, is released by a reader that drains") {
+    // The reader last saw the whole ring as the window (it publishes lazily
+    // then); the writer went back to its first window without a wrap marker
+    // and may not grow: only the reader's publication on draining frees it.
+    const uint64_t cap = 1 << 16, first = 1024;
+    for (size_t lead = 0; lead < 3000; lead += 8) {
+        LocalRing r(cap, first);
+        std::vector<uint8_t> buf(cap, 9);
+        for (int i = 0; i < 3; ++i) {  // the window grows to the ring and wraps at its end
+            while (r.writer.write(buf.data(), 6000).bytes > 0) {}
+            while (r.reader.read(buf.data(), buf.size()).bytes > 0) {}
+        }
+        if (r.writer.window() != cap) continue;
+        // Land just past a lap's start, so the window goes back without a marker.
+        const uint64_t to_lap_end = cap - (r.writer.written() & (cap - 1));
+        for (uint64_t left = to_lap_end + lead; left > 64;) {
+            const size_t n = std::min<uint64_t>(left - 64, 1000);
+            if (n < 8) break;
+            REQUIRE(r.writer.write(buf.data(), n).bytes == n);
+            REQUIRE(r.reader.read(buf.data(), buf.size()).bytes == n);
+            left -= record_bytes(static_cast<uint32_t>(n));
+        }
+        for (uint32_t i = 0; i <= RingWriter::kShrinkAfter; ++i) {
+            REQUIRE(r.writer.write(buf.data(), 8).bytes == 8);
+            REQUIRE(r.reader.read(buf.data(), buf.size()).bytes == 8);
+        }
+        r.back_ok = false;
+        while (r.writer.write(buf.data(), 500).bytes > 0) {}
+        while (r.reader.read(buf.data(), buf.size()).bytes > 0) {}
+        REQUIRE(r.writer.has_space());
+    }
+}

@@ -2,10 +2,15 @@
 # Rings only from memory that is there (common/memory_budget.*): a client holding many same-host
 # connections at once gets full rings, then smaller ones, then stays on TCP with the reason, and
 # every byte is echoed either way.
-#   a) RDMASOCK_RING_MEMORY=3M on the client: 30 connections held open.
-#   b) the client in a memory cgroup of 64 MiB with 200 connections held open (400 MiB of 1 MiB
-#      rings). Before the budget the kernel OOM-killed it at the rings' fallocate. Needs a memory
-#      cgroup we may create (root, cgroup v1 or v2 with the memory controller); says so if not.
+# A ring costs what its connection used (its first 16 KiB window, then doublings while its writer
+# finds it full, each asked of the budget first: docs/protocol.md, "The writer's window").
+#   a) RDMASOCK_RING_MEMORY=1M on the client: 30 connections held open (each holds ~44 KiB).
+#   b) the client in a memory cgroup of 64 MiB with 200 connections held open, each echoing
+#      1 MiB, so every window wants to grow to its 1 MiB ring (400 MiB in all). Before the budget
+#      the kernel OOM-killed it at the rings' fallocate. Needs a memory cgroup we may create (root,
+#      cgroup v1 or v2 with the memory controller); says so if not.
+#   d) the same cgroup, 500 connections that echo small lines (the issue's case): no kill, every
+#      byte (before windows: 2 MiB each, most stayed on TCP for want of memory).
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 HELD="$ROOT/tests/integration/helpers/held_connections.py"
@@ -38,7 +43,7 @@ check_split() { # NAME
 }
 
 # a) the process's own cap
-if run_pair cap 30 RDMASOCK_RING_MEMORY=3M; then
+if run_pair cap 30 RDMASOCK_RING_MEMORY=1M; then
     check_split cap
     grep -q "rings of [0-9]* KiB, not 1024: memory is short" "$IT_TMP/cap.client.err" ||
         it_fail "cap: no connection got smaller rings before TCP"
@@ -82,17 +87,36 @@ make_memory_cgroup() { # LIMIT: sets CG to a new cgroup directory with that memo
     fi
 }
 it_on_exit 'if [[ -n "$CG" ]]; then rmdir "$CG" 2>/dev/null; fi'
-if make_memory_cgroup $((64 << 20)); then
-    rc=0
-    run_pair cgroup 200 sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" || rc=$?
+# The client in CG: NAME N; "" when it ran, else why not.
+cgroup_pair() {
+    local rc=0
+    run_pair "$1" "$2" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" || rc=$?
     if (( rc == 137 )); then
-        it_fail "cgroup: the client was killed (SIGKILL: the OOM killer?)"
+        it_fail "$1: the client was killed (SIGKILL: the OOM killer?)"
     elif (( rc != 0 )); then
-        it_fail "cgroup: the client failed ($rc): $(tail -3 "$IT_TMP/cgroup.client.err")"
-    else
-        check_split cgroup
-        grep -q "free of 64 MiB (cgroup " "$IT_TMP/cgroup.client.err" ||
-            it_fail "cgroup: the reason does not name the cgroup's limit: $(grep -m1 'reason=not enough' "$IT_TMP/cgroup.client.err")"
+        it_fail "$1: the client failed ($rc): $(tail -3 "$IT_TMP/$1.client.err")"
+    fi
+    return "$rc"
+}
+if make_memory_cgroup $((64 << 20)); then
+    if HELD_BYTES=$((1 << 20)) cgroup_pair cgroup 200; then
+        err=$IT_TMP/cgroup.client.err
+        shm=$(grep -c "role=client transport=shm" "$err")
+        tcp=$(grep -c "role=client transport=tcp" "$err")
+        short=$(grep -c "role=client transport=tcp .*reason=not enough memory for rings" "$err")
+        it_log "cgroup: client connections on shm: $shm, on tcp: $tcp ($short for want of memory)"
+        (( shm >= 1 )) || it_fail "cgroup: no connection got rings"
+        (( short == tcp )) || it_fail "cgroup: a connection stayed on TCP for another reason"
+        if (( tcp > 0 )) && ! grep -q "free of 64 MiB (cgroup " "$err"; then
+            it_fail "cgroup: the reason does not name the cgroup's limit: $(grep -m1 'reason=not enough' "$err")"
+        fi
+        grep -q "200 connections held open, 600 echoes, 0 wrong" "$IT_TMP/cgroup.client.out" ||
+            it_fail "cgroup: not every echo came back right"
+    fi
+    if cgroup_pair idle500 500; then
+        grep -q "500 connections held open, 1500 echoes, 0 wrong" "$IT_TMP/idle500.client.out" ||
+            it_fail "idle500: not every echo came back right"
+        it_log "idle500: client connections on shm: $(grep -c "role=client transport=shm" "$IT_TMP/idle500.client.err")"
     fi
 else
     it_log "cgroup part not run: cannot create a memory cgroup here (not root, or no memory controller)"

@@ -194,6 +194,11 @@ MemoryView current_view(uint64_t held) {
     return v;
 }
 
+// The most this process may hold: RDMASOCK_RING_MEMORY, or auto_cap() of the view.
+static uint64_t own_cap_for(uint64_t cap_setting, const MemoryView& view) {
+    return cap_setting == UINT64_MAX ? (view.limit ? auto_cap(view) : UINT64_MAX) : cap_setting;
+}
+
 Reservation::~Reservation() {
     if (bytes_) g_pending.fetch_sub(bytes_, std::memory_order_relaxed);
 }
@@ -219,7 +224,7 @@ uint64_t capacity_for_new_rings(uint64_t wanted, uint64_t (*segment)(uint64_t), 
         pending = g_pending.load(std::memory_order_acquire);
         held = held_bytes() + pending;
         view = current_view(held);
-        own_cap = cap_setting == UINT64_MAX ? (view.limit ? auto_cap(view) : UINT64_MAX) : cap_setting;
+        own_cap = own_cap_for(cap_setting, view);
         cap = ring_capacity_within(wanted, segment, held, own_cap, view);
         as_short = false;
         while (cap && !as_allows_with(pending, segment(cap))) {
@@ -248,7 +253,7 @@ bool take_more(uint64_t bytes, uint64_t cap_setting) {
         uint64_t held = g_held.load(std::memory_order_acquire);
         const uint64_t counted = held + g_pending.load(std::memory_order_acquire);
         const MemoryView view = current_view(counted);
-        const uint64_t own_cap = cap_setting == UINT64_MAX ? (view.limit ? auto_cap(view) : UINT64_MAX) : cap_setting;
+        const uint64_t own_cap = own_cap_for(cap_setting, view);
         if (ring_capacity_within(bytes, [](uint64_t b) { return b; }, counted, own_cap, view) != bytes) return false;
         if (g_held.compare_exchange_weak(held, held + bytes, std::memory_order_acq_rel)) return true;
     }

@@ -75,9 +75,11 @@ void ShmRendezvous::close() {
 // Every name the rendezvous looks up lives in the calling thread's network
 // namespace (sys/netns.hpp): one that is not the socket's would find another
 // namespace's look-alike connection. Such a connection stays on TCP for good.
+// Asked right before each look-up (a name bound or connected to, a sock_diag
+// query), in the thread that makes it; the steps between look up nothing.
 bool ShmRendezvous::namespace_ok(int tcp_fd) {
     std::string why;
-    if (netns::thread_in_socket_netns(tcp_fd, why)) return true;
+    if (socket_ns_.holds_thread(tcp_fd, why)) return true;
     stay_plain_ = true;
     RS_LOG(warn, "fd %d: no same-host transport: %s", tcp_fd, why.c_str());
     fail(why);
@@ -109,6 +111,7 @@ bool ShmRendezvous::peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_stor
 
 // A refusal of a sender that once was the peer but has closed its socket since
 // (its fd number may already name another socket) is no attack: say so.
+// Call namespace_ok first.
 bool ShmRendezvous::peer_gone(int tcp_fd) {
     sockaddr_storage local{}, remote{};
     peer_check::SocketId now;
@@ -149,6 +152,11 @@ bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
             // yet: no server can know the name yet either; whoever this is goes.
             sockaddr_storage local{}, remote{};
             std::string err;
+            if (!namespace_ok(tcp_fd)) {
+                side_channel::close_channel(c, chan_may_hold_fds_);
+                failed = true;
+                return false;
+            }
             if (!peer_pair(tcp_fd, local, remote)) {
                 side_channel::close_channel(c, chan_may_hold_fds_);
                 continue;
@@ -182,8 +190,6 @@ bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
 
 ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
     if (listen_fd_ < 0 && chan_fd_ < 0) return fail("no side channel");
-    // Before anything is looked up or believed: the thread may have moved since connect.
-    if (!namespace_ok(tcp_fd)) return Result::failed;
     Wire w{};
     side_channel::Received r;
     for (int candidates = 0;; ++candidates) {
@@ -203,6 +209,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
         }
         std::string err;
         if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err)) {
+            if (!namespace_ok(tcp_fd)) return Result::failed;
             if (peer_gone(tcp_fd)) return fail("the peer closed before the switch");
             RS_LOG(warn, "fd %d: side channel: OFFER refused (pid %d): %s", tcp_fd, static_cast<int>(r.pid), err.c_str());
             drop_candidate("an OFFER refused");
@@ -286,7 +293,6 @@ ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
 
 ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
     if (chan_fd_ < 0) return fail("no side channel");
-    if (!namespace_ok(tcp_fd)) return Result::failed;
     Wire w{};
     auto r = side_channel::receive(chan_fd_, &w, sizeof w);
     if (r.bytes < 0 && r.error == 0) return Result::waiting;
@@ -301,8 +307,10 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
         w.type != kAccept || !ring::valid_capacity(w.ring_bytes) || w.ring_bytes > opt_.ring_bytes)
         return fail("malformed ACCEPT on the side channel");
     std::string err;
-    if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err))
+    if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err)) {
+        if (!namespace_ok(tcp_fd)) return Result::failed;
         return fail(peer_gone(tcp_fd) ? "the peer closed before the switch" : "ACCEPT refused: " + err);
+    }
     int memfd = r.fds[0];
     // Types first: a file of another kind would be closed by our refusal, and its
     // close may block (a lingering TCP socket); close_fds knows which may not.

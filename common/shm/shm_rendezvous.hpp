@@ -35,6 +35,7 @@
 #include <string>
 
 #include "shm/peer_check.hpp"
+#include "sys/netns.hpp"
 #include "ring/transport.hpp"
 
 namespace rdmasock {
@@ -96,6 +97,7 @@ private:
     bool chan_may_hold_fds_ = true;    // fds may have been queued to chan_fd_ (side_channel::close_channel)
     int sleep_end_ = -1, ring_end_ = -1;  // our doorbell pair until a transport takes it
     bool stay_plain_ = false;
+    netns::SocketNamespace socket_ns_;  // the TCP socket's, asked once
     peer_check::SocketId peer_socket_;
     std::string why_;
 };

@@ -24,22 +24,27 @@ struct Initial {
     }
 } g_initial;
 
-bool same(const struct stat& a, const struct stat& b) { return a.st_ino == b.st_ino && a.st_dev == b.st_dev; }
-
 }  // namespace
 
-bool thread_in_socket_netns(int fd, std::string& why) {
+bool SocketNamespace::holds_thread(int fd, std::string& why) {
     int saved = errno;
-    struct stat mine{}, its{};
+    if (known_ == Known::not_asked) {
+        known_ = Known::refused;
+        if (int ns = kernel::ioctl(fd, SIOCGSKNS, nullptr); ns >= 0) {
+            struct stat st{};
+            if (kernel::fstat(ns, &st) == 0) known_ = Known::yes, ino_ = st.st_ino, dev_ = st.st_dev;
+            kernel::close(ns);
+        }
+    }
+    struct stat mine{};
     bool ok = false;
     if (!thread_netns(mine)) {
         why = "cannot read this thread's network namespace (/proc/thread-self/ns/net)";
-    } else if (int ns = kernel::ioctl(fd, SIOCGSKNS, nullptr); ns >= 0) {
-        ok = kernel::fstat(ns, &its) == 0 && same(mine, its);
-        kernel::close(ns);
+    } else if (known_ == Known::yes) {
+        ok = mine.st_ino == ino_ && mine.st_dev == dev_;
         if (!ok) why = "this thread's network namespace is not its socket's";
     } else {
-        ok = g_initial.known && same(mine, g_initial.st);
+        ok = g_initial.known && mine.st_ino == g_initial.st.st_ino && mine.st_dev == g_initial.st.st_dev;
         if (!ok) why = "this thread left the process's network namespace and the socket's is unknown";
     }
     errno = saved;

@@ -2,13 +2,27 @@
 # Connection set-up cost, TCP against the shim, rows alternated in one run:
 #   benchmarks/connect_rate.sh [CONNECTIONS] [ROUNDS]
 # Each row: CONNECTIONS short connections (connect, 3 round trips, close) between two processes
-# (benchmarks/connect_rate.py); the shim rows at the default ring size and at 64 KiB.
+# (benchmarks/connect_rate.py); the shim rows at the default (rings only for a connection that
+# lives RDMASOCK_SHM_AFTER_US, 5 ms) and switching at once (RDMASOCK_SHM_AFTER_US=0).
+# Ends with the median of each row over the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-500} rounds=${2:-3}
 lib=$(readlink -f "${BUILD:-build}/librdmasock.so")
+out=$(mktemp); trap 'rm -f "$out"' EXIT
+row() {  # label env...
+    local label=$1; shift
+    local line; line=$(env "$@" python3 benchmarks/connect_rate.py "$n")
+    printf 'round %s %-22s %s\n' "$r" "$label:" "$line"
+    echo "$label|$(awk '{print $(NF-2)}' <<<"$line")" >>"$out"
+}
 for r in $(seq "$rounds"); do
-    echo -n "round $r tcp:            "; env -u LD_PRELOAD python3 benchmarks/connect_rate.py "$n"
-    echo -n "round $r shim (1M rings): "; LD_PRELOAD=$lib python3 benchmarks/connect_rate.py "$n"
-    echo -n "round $r shim (64K rings):"; LD_PRELOAD=$lib RDMASOCK_RING_SIZE=64K python3 benchmarks/connect_rate.py "$n"
+    row "tcp" -u LD_PRELOAD
+    row "shim" LD_PRELOAD="$lib"
+    row "shim (switch at once)" LD_PRELOAD="$lib" RDMASOCK_SHM_AFTER_US=0
+done
+echo "median us per connection over $rounds rounds of $n:"
+for label in "tcp" "shim" "shim (switch at once)"; do
+    printf '  %-22s %s\n' "$label" "$(awk -F'|' -v l="$label" '$1 == l {print $2}' "$out" | sort -n |
+        awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : int((v[NR/2]+v[NR/2+1])/2)}')"
 done

@@ -87,6 +87,11 @@ Config parse_config(const std::function<const char*(const char*)>& getenv_fn, st
         if (!parse_size(v, n) || n > 1000000) bad("RDMASOCK_SPIN_MAX_US", v, "microseconds from 0 to 1000000", "200");
         else c.spin_max_us = static_cast<uint32_t>(n);
     }
+    if (const char* v = getenv_fn("RDMASOCK_SHM_AFTER_US")) {
+        uint64_t n = 0;
+        if (!parse_size(v, n) || n > 60000000) bad("RDMASOCK_SHM_AFTER_US", v, "microseconds from 0 to 60000000", "5000");
+        else c.shm_after_us = static_cast<uint32_t>(n);
+    }
     if (const char* v = getenv_fn("RDMASOCK_LOG")) {
         static const char* names[] = {"off", "error", "warn", "info", "debug"};
         bool found = false;

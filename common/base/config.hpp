@@ -22,6 +22,10 @@ struct Config {
     uint64_t ring_memory = kRingMemoryAuto;  // RDMASOCK_RING_MEMORY: most ring memory this process holds (memory_budget.hpp)
     uint32_t spin_us = 20;              // RDMASOCK_SPIN_US: busy-poll before sleeping (chosen by measurement: docs/waiting.md)
     uint32_t spin_max_us = 200;         // RDMASOCK_SPIN_MAX_US: cap of the learned spin (spin_policy.hpp); <= spin_us: fixed spin
+    // RDMASOCK_SHM_AFTER_US: a same-host client answers the server's OFFER only once its
+    // connection has lived this long; a connection that ends sooner never pays for rings
+    // (docs/protocol.md, "A connection that lives for one request"). 0: at once.
+    uint32_t shm_after_us = 5000;
     LogLevel log_level = LogLevel::warn;  // RDMASOCK_LOG
     bool stats = false;                 // RDMASOCK_STATS
     uint32_t handshake_timeout_ms = 10000;  // RDMASOCK_HANDSHAKE_TIMEOUT_MS

@@ -31,7 +31,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
     switch (phase()) {
         case Phase::rv_listen: {
             if (!may_syscall) return false;
-            R r = rv_->client_step(fd_, t);
+            R r = rv_->client_step(fd_, t, shm_due());
             if (r == R::waiting) return false;
             if (r == R::failed) {
                 // Another network namespace than the socket's: in-band offers are
@@ -156,12 +156,22 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     // only sends gives up after kRendezvousCalls calls spread over at least
     // kRendezvousWaitUs: a count alone gave up on servers starved of CPU.
     int saved = errno;
+    // A held OFFER is the server's answer already: it waits only for shm_due().
     if (phase() == Phase::rv_listen && (n > 0 || rendezvous_gave_up())) {
         std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
-        if (!progress_rendezvous(true) && phase() == Phase::rv_listen) become_plain("the server made no offer");
+        if (!progress_rendezvous(true) && phase() == Phase::rv_listen && !(rv_ && rv_->offer_held()))
+            become_plain("the server made no offer");
     }
     errno = saved;
     return n;
+}
+
+// Rings cost a connection more than its first round trips over loopback TCP
+// (benchmarks/connect_rate.sh): a client answers the OFFER only once its
+// connection has lived RDMASOCK_SHM_AFTER_US, so one that lives for a request
+// or two ends as it would over TCP. Asked at the client's calls, under handshake_mu_.
+bool Connection::shm_due() const {
+    return config_.shm_after_us == 0 || wait::now_us() - rv_since_us_ >= int64_t{config_.shm_after_us};
 }
 
 bool Connection::rendezvous_gave_up() {

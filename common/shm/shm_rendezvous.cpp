@@ -188,8 +188,21 @@ bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
     return false;
 }
 
-ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
+ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport, bool may_accept) {
     if (listen_fd_ < 0 && chan_fd_ < 0) return fail("no side channel");
+    if (!offer_held_) {
+        Result r = take_offer(tcp_fd);
+        if (r != Result::done) return r;
+    }
+    // A verified OFFER waits here, costing no syscall, until the connection has
+    // lived long enough to be worth rings (Connection::shm_due).
+    if (!may_accept) return Result::waiting;
+    return answer_offer(tcp_fd, transport);
+}
+
+// done: a verified OFFER is held (offered_ring_); the listener is closed, since
+// nobody else may join now.
+ShmRendezvous::Result ShmRendezvous::take_offer(int tcp_fd) {
     Wire w{};
     side_channel::Received r;
     for (int candidates = 0;; ++candidates) {
@@ -217,8 +230,16 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
         }
         break;
     }
+    offer_held_ = true;
+    offered_ring_ = w.ring_bytes;
+    side_channel::close_listener(listen_fd_, !listen_refuses_fds_);
+    listen_fd_ = -1;
+    return Result::done;
+}
+
+ShmRendezvous::Result ShmRendezvous::answer_offer(int tcp_fd, std::unique_ptr<Transport>& transport) {
     std::string err;
-    const uint64_t wanted = ring::valid_capacity(w.ring_bytes) ? std::min(w.ring_bytes, opt_.ring_bytes) : opt_.ring_bytes;
+    const uint64_t wanted = ring::valid_capacity(offered_ring_) ? std::min(offered_ring_, opt_.ring_bytes) : opt_.ring_bytes;
     // Smaller rings, or none, rather than memory the program may need (memory_budget.hpp).
     memory_budget::Reservation reserved;  // until the rings below hold their memory
     const uint64_t ring = memory_budget::capacity_for_new_rings(wanted, [](uint64_t c) -> uint64_t { return ShmChannel::segment_size(c); },
@@ -244,8 +265,6 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     int fds[2] = {t->channel().memfd_fd(), ring_end};
     if (!side_channel::send(chan_fd_, &a, sizeof a, fds, 2)) return fail(std::string("cannot send ACCEPT: ") + strerror(errno));
     t->channel().release_memfd();  // the mapping stays; the server has its own fd now
-    side_channel::close_listener(listen_fd_, !listen_refuses_fds_);
-    listen_fd_ = -1;
     t->await_peer_ring(chan_fd_);  // CONFIRM comes there
     chan_fd_ = -1;
     transport = std::move(t);
@@ -300,7 +319,7 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
         side_channel::Received& r;
         ~Fds() { side_channel::close_fds(r); }
     } guard{r};
-    if (r.bytes == 0) return fail("the client declined");
+    if (r.bytes == 0) return fail("the client closed the side channel unanswered (it declined, or its connection ended first)");
     // A client gone before it answered (its side channel reset with our OFFER unread).
     if (r.bytes < 0) return fail(std::string("the client went away before the switch (side channel: ") + std::strerror(r.error) + ")");
     if (r.bytes != sizeof w || r.truncated || r.nfds != 2 || w.magic != kMagic || w.version != kVersion ||

@@ -11,7 +11,10 @@
 //   client (next call)    accepts; a connection from another uid than the server
 //                         socket's owner is dropped unread and listening goes on;
 //                         reads OFFER, checks the sender holds the server end of this
-//                         TCP connection, creates the sealed rings and the doorbell
+//                         TCP connection, closes its listener and holds the OFFER
+//   client (a call once   (RDMASOCK_SHM_AFTER_US after connect: a connection that
+//     the connection      ends sooner never pays for rings) creates the sealed
+//     has lived)          rings and the doorbell
 //                         pair it sleeps on (shm_doorbell.hpp), lets the side channel
 //                         take fds, sends ACCEPT with the memfd and its ring end
 //                         (SCM_RIGHTS)
@@ -23,8 +26,9 @@
 //   client                reads CONFIRM (or sees the server's switch offset): its
 //                         sends switch too
 // Anything unexpected, a refusal or a closed side channel leaves both on TCP.
-// Every step first checks that the calling thread is in the TCP socket's network
-// namespace (sys/netns.hpp): every name looked up here lives in the thread's. A
+// Every look-up (a name bound or connected to, a sock_diag query) first checks
+// that the calling thread is in the TCP socket's network namespace
+// (sys/netns.hpp): every name looked up here lives in the thread's. A
 // connection where they differ stays on TCP for good (stay_plain()).
 #pragma once
 
@@ -59,7 +63,12 @@ public:
     bool client_listen(int tcp_fd);
     // Client: look for an OFFER and answer it. done: `transport` holds mapped
     // rings and the server has them too (it may still refuse: see client_refused).
-    Result client_step(int tcp_fd, std::unique_ptr<Transport>& transport);
+    // `may_accept` false: a verified OFFER is held unanswered (no rings yet, no
+    // syscall per call) until a later step may; the listener is gone by then.
+    Result client_step(int tcp_fd, std::unique_ptr<Transport>& transport, bool may_accept = true);
+    // Client: a verified OFFER waits for its ACCEPT (the server is shimmed and
+    // will not offer again: not a reason to give up listening).
+    bool offer_held() const { return offer_held_; }
     // Client after ACCEPT: done once the server confirmed (our sends may switch)
     // and handed `transport` its ring end, failed when it closed the side channel
     // without confirming (it refused us). The side channel is `transport`'s now.
@@ -85,6 +94,9 @@ private:
     // Client: the next pending connection whose owner may be the server; strangers
     // are dropped unread. false: none yet (or `fail` set why_).
     bool accept_candidate(int tcp_fd, bool& failed);
+    // Client: the two halves of client_step.
+    Result take_offer(int tcp_fd);
+    Result answer_offer(int tcp_fd, std::unique_ptr<Transport>& transport);
     // Client: drops the side channel it took, keeps listening.
     void drop_candidate(const char* why);
     bool namespace_ok(int tcp_fd);
@@ -97,6 +109,8 @@ private:
     bool chan_may_hold_fds_ = true;    // fds may have been queued to chan_fd_ (side_channel::close_channel)
     int sleep_end_ = -1, ring_end_ = -1;  // our doorbell pair until a transport takes it
     bool stay_plain_ = false;
+    bool offer_held_ = false;     // client: OFFER verified, ACCEPT not sent yet
+    uint64_t offered_ring_ = 0;   // its ring size
     netns::SocketNamespace socket_ns_;  // the TCP socket's, asked once
     peer_check::SocketId peer_socket_;
     std::string why_;

@@ -40,4 +40,11 @@ WAKE_ITERS=400 WAKE_IDLE="0 20" BUILD=$BUILD benchmarks/wake.sh "$tmp/wake.txt" 
 for want in '^eventfd ' '^     tcp      400 ' '^      20      400 ' '^shm ' '^shim +idle=20 p50_us='; do
     grep -Eq "$want" "$tmp/wake.txt" || { echo "FAIL: wake.sh output lacks /$want/"; cat "$tmp/wake.txt"; exit 1; }
 done
+# The connections step of make bench, small: three medians, and a per-connection figure.
+BUILD=$BUILD benchmarks/connect_rate.sh 20 1 >"$tmp/conn.txt" 2>&1 || { echo "FAIL: connect_rate.sh failed"; cat "$tmp/conn.txt"; exit 1; }
+for want in '^  tcp +[0-9]+$' '^  shim +[0-9]+$' '^  shim \(switch at once\) +[0-9]+$'; do
+    grep -Eq "$want" "$tmp/conn.txt" || { echo "FAIL: connect_rate.sh output lacks /$want/"; cat "$tmp/conn.txt"; exit 1; }
+done
+LD_PRELOAD=$(readlink -f "$BUILD/librdmasock.so") timeout 120 python3 benchmarks/idle_memory.py --connections 20 --rounds 2 >"$tmp/idle.txt" 2>&1 \
+    && grep -q "per_connection_KiB=" "$tmp/idle.txt" || { echo "FAIL: idle_memory.py"; cat "$tmp/idle.txt"; exit 1; }
 echo "bench_smoke: ok"

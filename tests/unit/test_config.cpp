@@ -62,6 +62,9 @@ TEST_CASE("valid values are applied") {
     CHECK(parse({{"RDMASOCK_RING_MEMORY", "64M"}}, errors).ring_memory == 64u << 20);
     CHECK(parse({{"RDMASOCK_RING_MEMORY", "0"}}, errors).ring_memory == 0);
     CHECK(parse({{"RDMASOCK_RING_MEMORY", "AUTO"}}, errors).ring_memory == Config::kRingMemoryAuto);
+    CHECK(parse({}, errors).shm_after_us == 5000);
+    CHECK(parse({{"RDMASOCK_SHM_AFTER_US", "0"}}, errors).shm_after_us == 0);
+    CHECK(parse({{"RDMASOCK_SHM_AFTER_US", "60000000"}}, errors).shm_after_us == 60000000);
     CHECK(errors.empty());
 }
 
@@ -75,7 +78,8 @@ TEST_CASE("each bad value is reported by name and falls back") {
                  {"RDMASOCK_SPIN_MAX_US", "2000000"},     {"RDMASOCK_SPIN_MAX_US", "x"},
                  {"RDMASOCK_LOG", "loud"},                {"RDMASOCK_STATS", "maybe"},
                  {"RDMASOCK_HANDSHAKE_TIMEOUT_MS", "0"},  {"RDMASOCK_RING_MEMORY", "lots"},
-                 {"RDMASOCK_RING_MEMORY", "-1M"},         {"RDMASOCK_RING_MEMORY", "18446744073709551615"}};
+                 {"RDMASOCK_RING_MEMORY", "-1M"},         {"RDMASOCK_RING_MEMORY", "18446744073709551615"},
+                 {"RDMASOCK_SHM_AFTER_US", "60000001"},   {"RDMASOCK_SHM_AFTER_US", "soon"}};
     for (auto& k : cases) {
         std::vector<std::string> errors;
         Config c = parse({{k.var, k.value}}, errors);
@@ -83,6 +87,7 @@ TEST_CASE("each bad value is reported by name and falls back") {
         CHECK_THAT(errors[0], Catch::Contains(k.var) && Catch::Contains(k.value));
         CHECK(c.ring_bytes == (1u << 20));
         CHECK(c.ring_memory == Config::kRingMemoryAuto);
+        CHECK(c.shm_after_us == 5000);
     }
     std::vector<std::string> errors;
     CHECK(parse({{"RDMASOCK_TRANSPORT", "bogus"}}, errors).transport == TransportChoice::tcp);

@@ -58,7 +58,10 @@ struct SidePair {
     Config cfg;
     std::unique_ptr<Connection> client, server;
     int cfd = -1, sfd = -1;
-    explicit SidePair(Config c = {}) : cfg(std::move(c)) {
+    // `eager`: the client answers the OFFER at its next call (RDMASOCK_SHM_AFTER_US=0),
+    // which is what these cases test; the default's wait has its own case.
+    explicit SidePair(Config c = {}, bool eager = true) : cfg(std::move(c)) {
+        if (eager) cfg.shm_after_us = 0;
         auto fds = tcp_pair([&](int fd) {
             client = std::make_unique<Connection>(fd, Role::client, false, cfg, kLibc);
             REQUIRE(client->start_rendezvous_client());
@@ -204,6 +207,21 @@ TEST_CASE("sock_diag finds the peer socket of a loopback connection and holds() 
     CHECK_FALSE(peer_check::holds(getpid(), geteuid(), c, server_end, false, why));
     CHECK_FALSE(peer_check::holds(getpid(), geteuid() + 1, s, server_end, false, why));
     close(c), close(s);
+}
+
+TEST_CASE("side channel: a connection switches only once it has lived RDMASOCK_SHM_AFTER_US; before, no rings") {
+    Config cfg;
+    cfg.shm_after_us = 2000000;  // 2 s: the four rounds below take far less, even on a busy machine
+    SidePair p(cfg, false);
+    for (int i = 0; i < 4; ++i) p.round("short-" + std::to_string(i));
+    // The OFFER was taken and verified (the client's listener is closed), but no
+    // ACCEPT went out: both ends still on TCP, no rings anywhere.
+    CHECK(p.client->phase() == Phase::rv_listen);
+    CHECK(p.server->phase() == Phase::rv_offered);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+    for (int i = 0; i < 4; ++i) p.round("lives-" + std::to_string(i) + std::string(i * 3000, 'y'));
+    CHECK(p.client->phase() == Phase::upgraded);
+    CHECK(p.server->phase() == Phase::upgraded);
 }
 
 TEST_CASE("side channel: both ends start on TCP, switch to the rings, every byte in order") {

@@ -18,7 +18,7 @@ row() {  # label env...
 }
 for r in $(seq "$rounds"); do
     row "tcp" -u LD_PRELOAD
-    row "shim" LD_PRELOAD="$lib"
+    row "shim" -u RDMASOCK_SHM_AFTER_US LD_PRELOAD="$lib"
     row "shim (switch at once)" LD_PRELOAD="$lib" RDMASOCK_SHM_AFTER_US=0
 done
 echo "median us per connection over $rounds rounds of $n:"

@@ -28,6 +28,8 @@ void run_usage(FILE* to) {
         "  --peers LIST                    RDMASOCK_PEERS: hosts offered RDMA (addresses, CIDR)\n"
         "  --stats                         RDMASOCK_STATS=1: one line per connection at close\n"
         "  --spin-us N                     RDMASOCK_SPIN_US: spin before sleeping (0..1000000)\n"
+        "  --shm-after-us N                RDMASOCK_SHM_AFTER_US: a same-host connection lives this long\n"
+        "                                  before it switches to shared memory (0..60000000)\n"
         "  --log off|error|warn|info|debug RDMASOCK_LOG\n"
         "See rdmasock(1).\n",
         to);
@@ -38,6 +40,7 @@ const std::map<std::string, std::string> kValueOptions = {
     {"--transport", "RDMASOCK_TRANSPORT"},
     {"--peers", "RDMASOCK_PEERS"},
     {"--spin-us", "RDMASOCK_SPIN_US"},
+    {"--shm-after-us", "RDMASOCK_SHM_AFTER_US"},
     {"--log", "RDMASOCK_LOG"},
 };
 

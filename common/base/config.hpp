@@ -24,8 +24,9 @@ struct Config {
     uint32_t spin_max_us = 200;         // RDMASOCK_SPIN_MAX_US: cap of the learned spin (spin_policy.hpp); <= spin_us: fixed spin
     // RDMASOCK_SHM_AFTER_US: a same-host client answers the server's OFFER only once its
     // connection has lived this long; a connection that ends sooner never pays for rings
-    // (docs/protocol.md, "A connection that lives for one request"). 0: at once.
-    uint32_t shm_after_us = 5000;
+    // (docs/protocol.md, "A connection that lives for one request"). 0 (the default until
+    // a switch late in a connection's life is as sound as an early one): at once.
+    uint32_t shm_after_us = 0;
     LogLevel log_level = LogLevel::warn;  // RDMASOCK_LOG
     bool stats = false;                 // RDMASOCK_STATS
     uint32_t handshake_timeout_ms = 10000;  // RDMASOCK_HANDSHAKE_TIMEOUT_MS

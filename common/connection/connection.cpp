@@ -475,8 +475,25 @@ int Connection::shutdown(int how, bool* kernel_carries) {
         // The kernel carries this one (the caller shuts the TCP socket down); a
         // later switch to the ring must not reopen what the app closed.
         if (!has_rings(phase())) {
-            if (kernel_carries) *kernel_carries = true;
-            return 0;
+            const Phase ph = phase();
+            if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered) {
+                if (kernel_carries) *kernel_carries = true;
+                return 0;
+            }
+            // In a rendezvous it is recorded too, under the lock the steps run
+            // under: the switch moves only a stream open both ways
+            // (stream_open_both_ways), so this one ends on TCP, where the kernel
+            // keeps what the app shut. (A send after it must fail as TCP's does,
+            // not find a ring.)
+            signals::DeferHandlers held;
+            std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+            if (!has_rings(phase())) {
+                if (rd) shut_rd_ = true;
+                if (wr) shut_wr_ = true;
+                if (kernel_carries) *kernel_carries = true;
+                return 0;
+            }
+            // It took its rings meanwhile (rv_accepted): as a connection with rings.
         }
         if (rd) shut_rd_ = true;
         const bool first_wr = wr && !shut_wr_.exchange(true);

@@ -369,6 +369,7 @@ private:
     bool progress_rendezvous(bool may_syscall);
     bool rendezvous_gave_up();  // client: stop waiting for an OFFER (count + time)
     bool shm_due() const;       // client: the connection lived long enough for rings
+    bool stream_open_both_ways();  // nothing shut, ended or reset: the switch may move it
     // Kernel I/O in the rv_* phases, counting the bytes that went over TCP.
     ssize_t tcp_send(const iovec* iov, int iovcnt, int flags);
     ssize_t tcp_recv(const iovec* iov, int iovcnt, int flags);

@@ -31,7 +31,13 @@ bool Connection::progress_rendezvous(bool may_syscall) {
     switch (phase()) {
         case Phase::rv_listen: {
             if (!may_syscall) return false;
-            R r = rv_->client_step(fd_, t, shm_due());
+            const bool due = shm_due();
+            // The ACCEPT commits this side to the switch: only for an open stream.
+            if (due && !stream_open_both_ways()) {
+                become_plain("the stream was shut down or ended before the switch");
+                return true;
+            }
+            R r = rv_->client_step(fd_, t, due);
             if (r == R::waiting) return false;
             if (r == R::failed) {
                 // Another network namespace than the socket's: in-band offers are
@@ -71,7 +77,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
         }
         case Phase::rv_offered: {
             if (!may_syscall) return false;
-            R r = rv_->server_step(fd_, t);
+            R r = rv_->server_step(fd_, t, [this] { return stream_open_both_ways(); });
             if (r == R::waiting) return false;
             if (r == R::failed) {
                 if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
@@ -172,6 +178,19 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
 // or two ends as it would over TCP. Asked at the client's calls, under handshake_mu_.
 bool Connection::shm_due() const {
     return config_.shm_after_us == 0 || wait::now_us() - rv_since_us_ >= int64_t{config_.shm_after_us};
+}
+
+// The switch moves an open stream. A shutdown of ours (recorded in the
+// rendezvous phases too), the peer's FIN, a reset or an error: the kernel holds
+// that state and the rings would not (a send after SHUT_WR found a ring and
+// succeeded), so such a connection stays on TCP.
+bool Connection::stream_open_both_ways() {
+    if (shut_rd_.load() || shut_wr_.load()) return false;
+    pollfd p{fd_, POLLRDHUP, 0};
+    const int saved = errno;
+    const int n = ops_.poll(&p, 1, 0);
+    errno = saved;
+    return n >= 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
 }
 
 bool Connection::rendezvous_gave_up() {

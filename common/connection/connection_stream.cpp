@@ -542,6 +542,16 @@ int Connection::take_pending_err() {
 }
 
 int Connection::take_socket_error() {
+    if (!has_rings(phase())) {
+        // The kernel carries the stream (before the switch, or plain): its
+        // socket's pending error is the one, taken as sock_error takes it.
+        int e = 0;
+        socklen_t len = sizeof e;
+        const int saved = errno;
+        if (kernel_sockopt_get(fd_, SO_ERROR, &e, &len) != 0) e = 0;
+        errno = saved;
+        return e;
+    }
     drain_socket_now();
     return take_pending_err();
 }

@@ -310,7 +310,8 @@ ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
     return Result::waiting;
 }
 
-ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Transport>& transport) {
+ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Transport>& transport,
+                                                 const std::function<bool()>& may_confirm) {
     if (chan_fd_ < 0) return fail("no side channel");
     Wire w{};
     auto r = side_channel::receive(chan_fd_, &w, sizeof w);
@@ -336,6 +337,7 @@ ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Tra
     if (kernel::fcntl(memfd, F_GET_SEALS) < 0) return fail("the client's rings are not a memfd");
     // What we ring the client with: never a file whose flags or counter matter.
     if (!shm_doorbell::is_ring_end(r.fds[1])) return fail("the client's doorbell is not a connected Unix stream socket");
+    if (!may_confirm()) return fail("the stream was shut down or ended before the switch");
     if (!within_fd_budget(tcp_fd)) return fail(kOverBudget);
     if (!make_doorbell()) return fail(std::string("socketpair: ") + strerror(errno));
     const int peer_ring = adopt_own_fd(r.fds[1]);

@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -77,7 +78,9 @@ public:
     // failed: the client has none (it is not shimmed, or asked in band).
     Result server_offer(int tcp_fd);
     // Server: look for the ACCEPT; done: `transport` is ready to switch.
-    Result server_step(int tcp_fd, std::unique_ptr<Transport>& transport);
+    // `may_confirm` is asked right before CONFIRM commits the switch: false
+    // ends the rendezvous (the stream was shut down or ended meanwhile).
+    Result server_step(int tcp_fd, std::unique_ptr<Transport>& transport, const std::function<bool()>& may_confirm);
     // Releases the side channel (after the switch, or on giving up).
     void close();
     const std::string& why() const { return why_; }

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # A connection that lives for a request or two costs what TCP's costs (issue 35 item 3,
-# docs/protocol.md "A connection that lives for one request"): a same-host client answers the
-# server's OFFER only once its connection has lived RDMASOCK_SHM_AFTER_US (default 5 ms).
+# docs/protocol.md "A connection that lives for one request"): with RDMASOCK_SHM_AFTER_US set, a
+# same-host client answers the server's OFFER only once its connection has lived that long
+# (default 0: at once, until a late switch is as sound as an early one; see the protocol page).
 #   short: 20 connections of three round trips each, RDMASOCK_SHM_AFTER_US=60000000 (none lives
 #          that long, however busy the machine): the same transcript as plain TCP, and every one
 #          ends on TCP, both ends, "closed before the switch" (no rings were made for them)
-#   lives: at the default, a connection that pauses 50 ms (ten times the default) and then
+#   lives: RDMASOCK_SHM_AFTER_US=5000, a connection that pauses 50 ms (ten times that) and then
 #          echoes 1 MiB: the same transcript, on shm at both ends (the switch came mid-stream, at
 #          a byte offset)
-#   eager: the short connections with RDMASOCK_SHM_AFTER_US=0: every one on shm (the knob, not
-#          chance, made the difference above)
+#   eager: the short connections with RDMASOCK_SHM_AFTER_US=0 (the default): every one on shm
+#          (the knob, not chance, made the difference above)
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 P="$ROOT/tests/integration/helpers/short_connections.py"

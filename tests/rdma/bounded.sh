@@ -3,9 +3,6 @@
 # process of its tree, each thread's system call (/proc/PID/task/TID/syscall: number and
 # arguments, so the fd it waits on), its kernel wait channel, and its stack where gdb exists.
 # A rare hang in the VM then says where it waited. Exit status: CMD's, or 124 after a hang.
-# The suites test the switch itself, so their connections switch as soon as they can
-# (RDMASOCK_SHM_AFTER_US=0; the default waits 5 ms: tests/integration/short_connections.sh).
-export RDMASOCK_SHM_AFTER_US=${RDMASOCK_SHM_AFTER_US:-0}
 bounded_tree() { # PID: it and its descendants
     local p=$1 c
     echo "$p"

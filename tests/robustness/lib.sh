@@ -17,10 +17,6 @@
 #   proc_state PID          the process state letter (S, R, D, Z...) or "gone"
 set -uo pipefail
 
-# The suites test the switch itself, so their connections switch as soon as they can
-# (RDMASOCK_SHM_AFTER_US=0; the default waits 5 ms: tests/integration/short_connections.sh).
-export RDMASOCK_SHM_AFTER_US=${RDMASOCK_SHM_AFTER_US:-0}
-
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="${BUILD:-build}"

@@ -4,10 +4,6 @@
 # of an earlier test can hold it; a port still in use makes a server's bind fail.
 # Sourced by helpers/lib.sh and by the scripts that do without it.
 
-# The suites test the switch itself, so their connections switch as soon as they can
-# (RDMASOCK_SHM_AFTER_US=0; the default waits 5 ms: tests/integration/short_connections.sh).
-export RDMASOCK_SHM_AFTER_US=${RDMASOCK_SHM_AFTER_US:-0}
-
 port_in_use() { # PORT: any socket (any state) with that local port
     local hex; hex=$(printf '%04X' "$1")
     awk -v h="$hex" 'FNR > 1 { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \

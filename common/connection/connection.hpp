@@ -379,6 +379,11 @@ private:
     // or we have not yet read up to its switch offset).
     bool rx_on_tcp();
     bool tcp_readable();
+    // What the TCP socket shows now (poll, no wait): its revents for `events`,
+    // POLLNVAL when poll itself fails. errno kept.
+    short tcp_events(short events);
+    // The kernel socket's pending error, taken as sock_error takes it (0: none). errno kept.
+    int take_kernel_error();
     ssize_t ring_send(const iovec* iov, int iovcnt, int flags);
     ssize_t ring_recv(const iovec* iov, int iovcnt, int flags);
     ssize_t recv_nothing(bool nonblocking);

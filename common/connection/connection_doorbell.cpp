@@ -88,8 +88,7 @@ void Connection::drain_locked(bool look_tcp) {
     if (rx_on_tcp()) {
         // The peer's bytes before its switch are still there: look, do not take.
         // A FIN tells a writer that nobody may read its ring any more.
-        pollfd p{fd_, POLLRDHUP, 0};
-        if (ops_.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) peer_fin_.store(true);
+        if (tcp_events(POLLRDHUP) & (POLLRDHUP | POLLHUP | POLLERR)) peer_fin_.store(true);
         return;
     }
     char b;

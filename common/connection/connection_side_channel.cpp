@@ -31,13 +31,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
     switch (phase()) {
         case Phase::rv_listen: {
             if (!may_syscall) return false;
-            const bool due = shm_due();
-            // The ACCEPT commits this side to the switch: only for an open stream.
-            if (due && !stream_open_both_ways()) {
-                become_plain("the stream was shut down or ended before the switch");
-                return true;
-            }
-            R r = rv_->client_step(fd_, t, due);
+            R r = rv_->client_step(fd_, t, shm_due(), [this] { return stream_open_both_ways(); });
             if (r == R::waiting) return false;
             if (r == R::failed) {
                 // Another network namespace than the socket's: in-band offers are
@@ -186,11 +180,7 @@ bool Connection::shm_due() const {
 // succeeded), so such a connection stays on TCP.
 bool Connection::stream_open_both_ways() {
     if (shut_rd_.load() || shut_wr_.load()) return false;
-    pollfd p{fd_, POLLRDHUP, 0};
-    const int saved = errno;
-    const int n = ops_.poll(&p, 1, 0);
-    errno = saved;
-    return n >= 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
+    return (tcp_events(POLLRDHUP) & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
 }
 
 bool Connection::rendezvous_gave_up() {
@@ -228,6 +218,14 @@ bool Connection::rx_on_tcp() {
         rx_switch_at_.store(at, std::memory_order_release);
     }
     return tcp_rx_.load(std::memory_order_relaxed) < at;
+}
+
+short Connection::tcp_events(short events) {
+    pollfd p{fd_, events, 0};
+    const int saved = errno;
+    const int n = ops_.poll(&p, 1, 0);
+    errno = saved;
+    return n < 0 ? static_cast<short>(POLLNVAL) : p.revents;
 }
 
 bool Connection::tcp_readable() {

@@ -532,25 +532,25 @@ int Connection::take_pending_err() {
         taken_err_.store(e);
         // The kernel's socket got the same RST (the peer's close sent it): its
         // error is this one, taken with it (else its POLLERR would stay up).
-        int kernel_err = 0;
-        socklen_t len = sizeof kernel_err;
-        const int saved = errno;
-        kernel_sockopt_get(fd_, SO_ERROR, &kernel_err, &len);
-        errno = saved;
+        (void)take_kernel_error();
     }
+    return e;
+}
+
+int Connection::take_kernel_error() {
+    int e = 0;
+    socklen_t len = sizeof e;
+    const int saved = errno;
+    if (kernel_sockopt_get(fd_, SO_ERROR, &e, &len) != 0) e = 0;
+    errno = saved;
     return e;
 }
 
 int Connection::take_socket_error() {
     if (!has_rings(phase())) {
         // The kernel carries the stream (before the switch, or plain): its
-        // socket's pending error is the one, taken as sock_error takes it.
-        int e = 0;
-        socklen_t len = sizeof e;
-        const int saved = errno;
-        if (kernel_sockopt_get(fd_, SO_ERROR, &e, &len) != 0) e = 0;
-        errno = saved;
-        return e;
+        // socket's pending error is the one.
+        return take_kernel_error();
     }
     drain_socket_now();
     return take_pending_err();

@@ -188,7 +188,8 @@ bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
     return false;
 }
 
-ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport, bool may_accept) {
+ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport, bool may_accept,
+                                                 const std::function<bool()>& stream_open) {
     if (listen_fd_ < 0 && chan_fd_ < 0) return fail("no side channel");
     if (!offer_held_) {
         Result r = take_offer(tcp_fd);
@@ -197,7 +198,7 @@ ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Tra
     // A verified OFFER waits here, costing no syscall, until the connection has
     // lived long enough to be worth rings (Connection::shm_due).
     if (!may_accept) return Result::waiting;
-    return answer_offer(tcp_fd, transport);
+    return answer_offer(tcp_fd, transport, stream_open);
 }
 
 // done: a verified OFFER is held (offered_ring_); the listener is closed, since
@@ -237,7 +238,10 @@ ShmRendezvous::Result ShmRendezvous::take_offer(int tcp_fd) {
     return Result::done;
 }
 
-ShmRendezvous::Result ShmRendezvous::answer_offer(int tcp_fd, std::unique_ptr<Transport>& transport) {
+ShmRendezvous::Result ShmRendezvous::answer_offer(int tcp_fd, std::unique_ptr<Transport>& transport,
+                                                  const std::function<bool()>& stream_open) {
+    // The ACCEPT commits this side to the switch: only for a stream still open both ways.
+    if (!stream_open()) return fail("the stream was shut down or ended before the switch");
     std::string err;
     const uint64_t wanted = ring::valid_capacity(offered_ring_) ? std::min(offered_ring_, opt_.ring_bytes) : opt_.ring_bytes;
     // Smaller rings, or none, rather than memory the program may need (memory_budget.hpp).

@@ -66,7 +66,10 @@ public:
     // rings and the server has them too (it may still refuse: see client_refused).
     // `may_accept` false: a verified OFFER is held unanswered (no rings yet, no
     // syscall per call) until a later step may; the listener is gone by then.
-    Result client_step(int tcp_fd, std::unique_ptr<Transport>& transport, bool may_accept = true);
+    // `stream_open` is asked right before the ACCEPT commits the switch, as
+    // server_step's `may_confirm`: false ends the rendezvous.
+    Result client_step(int tcp_fd, std::unique_ptr<Transport>& transport, bool may_accept,
+                       const std::function<bool()>& stream_open);
     // Client: a verified OFFER waits for its ACCEPT (the server is shimmed and
     // will not offer again: not a reason to give up listening).
     bool offer_held() const { return offer_held_; }
@@ -99,7 +102,7 @@ private:
     bool accept_candidate(int tcp_fd, bool& failed);
     // Client: the two halves of client_step.
     Result take_offer(int tcp_fd);
-    Result answer_offer(int tcp_fd, std::unique_ptr<Transport>& transport);
+    Result answer_offer(int tcp_fd, std::unique_ptr<Transport>& transport, const std::function<bool()>& stream_open);
     // Client: drops the side channel it took, keeps listening.
     void drop_candidate(const char* why);
     bool namespace_ok(int tcp_fd);

@@ -83,11 +83,18 @@ bool Connection::stream_closed() {
 }
 
 bool Connection::closed_both_ways() {
-    return peer_reset_.load() || (shut_wr_ && peer_fin_seen());
+    // (A peer that never switched ended on TCP: its kernel's FIN is its end.)
+    const bool ended_on_tcp = peer_fin_.load() && transport_->rx_switch() &&
+                              transport_->rx_switch()->load(std::memory_order_acquire) == RingControl::kNotSwitched;
+    return peer_reset_.load() || (shut_wr_ && (peer_fin_seen() || ended_on_tcp));
 }
 
 bool Connection::unread_at_close() {
-    if (rx_on_tcp() || rx_back()) return false;  // the kernel holds them, and resets itself
+    // The peer's bytes before its switch (or after its way back) are the
+    // kernel's, whose close resets for them: no end-of-stream record may
+    // precede that RST. After the switch the ring's count too.
+    if ((rx_on_tcp() || rx_back()) && kernel_inq(fd_) > 0) return true;
+    if (rx_back()) return false;
     return transport_->reader().readable_bytes_look() > 0;
 }
 
@@ -282,6 +289,8 @@ void Connection::become_plain(const char* why) {
     fallback_reason_ = why;
     pending_.reset();
     if (rv_) rv_->close();
+    // A SHUT_RD made while we held rings was only recorded (Connection::shutdown).
+    if (shut_rd_.load()) kernel_shutdown(fd_, SHUT_RD);
     // A transport handed over but never switched to stays alive (unused) until
     // the connection ends: its doorbell may still be registered in an epoll set.
     enter(Phase::plain);
@@ -505,8 +514,21 @@ int Connection::shutdown(int how, bool* kernel_carries) {
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (!first_wr || phase() != Phase::upgraded) {
             wake_local();
-            if (kernel_carries) *kernel_carries = true;
-            return 0;
+            // The kernel carries our FIN (our sends stay on TCP), never a SHUT_RD:
+            // a socket with rings is read for doorbells and the peer's end, which
+            // a kernel SHUT_RD would fake (its reads say 0, its poll RDHUP). Ours
+            // is recorded; the kernel gets it if the switch falls through (become_plain).
+            if (shut_rd_ && shut_wr_ && has_rings(phase())) {
+                // Shut both ways before the switch: the kernel gets both, so TCP
+                // bytes landing past here draw its own RST (tcp_rcv_state_process),
+                // and ring bytes ours (note_shut_both_ways). Its reads and its
+                // poll then say nothing of the peer (drain_locked knows).
+                kernel_rd_shut_.store(true);
+                note_shut_both_ways();
+                return kernel::shutdown(fd_, SHUT_RDWR);
+            }
+            if (wr) return kernel::shutdown(fd_, SHUT_WR);
+            return kernel_stream_closed(fd_) ? (errno = ENOTCONN, -1) : 0;
         }
         fin_owed = true;
     }
@@ -555,6 +577,14 @@ void Connection::close_last_reference() {
         case Phase::rv_accepted:
             if (fallback_reason_.empty()) fallback_reason_ = "closed before the switch";
             if (rv_) rv_->close();
+            // ACCEPT is out: the server may switch after this close and write to
+            // rings nobody reads. It learns we are gone as from an upgraded close,
+            // from its ring's reader state (a reset where bytes were left unread,
+            // as TCP's close with unread bytes).
+            if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process())
+                if (RingControl* c = transport_->rx_control(); c && c->reader_state.load() != RingControl::gone)
+                    c->reader_state.store(kernel_inq(fd_) > 0 ? RingControl::aborted : RingControl::closed,
+                                          std::memory_order_release);
             break;
         default: break;
     }
@@ -583,6 +613,14 @@ void Connection::close_last_reference() {
                 kernel_sockopt_set(fd_, SO_LINGER, &off, sizeof off);
             }
             aborted = false;
+            // Bytes the kernel still holds (the peer's before its switch) would
+            // make that FIN a RST, which a closed TCP socket never sends.
+            if (kernel_inq(fd_) > 0) {
+                const int saved = errno;
+                char sink[4096];
+                while (ops_.recv(fd_, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+                errno = saved;
+            }
         } else if (!aborted && unread_at_close()) {
             linger l{1, 0};
             const int saved = errno;

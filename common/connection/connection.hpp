@@ -128,6 +128,8 @@ public:
     // The error the peer's reset left owed (TCP's sk_err), taken: the next
     // failing call reports it, or getsockopt(SO_ERROR) takes it; 0 if none.
     int take_pending_err();
+    // A read of the kernel socket returned its error ERR (owed: bytes went first).
+    void kernel_error_taken(int err, bool owed);
     // The same after a look at the TCP socket's news (a dead peer's FIN or
     // RST): recvmmsg, which reports sk_err before any byte.
     int take_socket_error();
@@ -378,6 +380,7 @@ private:
     // Whether the next received byte comes from TCP (the peer has not switched,
     // or we have not yet read up to its switch offset).
     bool rx_on_tcp();
+    bool tcp_part_queued(size_t* left);
     bool tcp_readable();
     // What the TCP socket shows now (poll, no wait): its revents for `events`,
     // POLLNVAL when poll itself fails. errno kept.
@@ -468,6 +471,8 @@ private:
     // The reset's error was reported: later reads see the end of the stream,
     // as on TCP, unless the transport itself failed (always ECONNRESET then).
     std::atomic<bool> reset_reported_{false};
+    // Shut both ways before the switch, the kernel's socket too (Connection::shutdown).
+    std::atomic<bool> kernel_rd_shut_{false};
     std::atomic<int> taken_err_{0};  // what take_pending_err last took (owe_again gives back only that)
     // POLLERR stands while an error is owed: the reset's (until reported or
     // taken by SO_ERROR), a failed transport's always.

@@ -91,6 +91,17 @@ inline int kernel_sockopt_set(int fd, int name, const void* value, socklen_t len
     return static_cast<int>(raw_syscall(SYS_setsockopt, fd, SOL_SOCKET, name, value, len));
 }
 
+// TCP_CLOSE (reset, or ended both ways), where shutdown(2) says ENOTCONN:
+// getpeername says the same there (inet_getname), and changes nothing.
+inline bool kernel_stream_closed(int fd) {
+    sockaddr_storage a{};
+    socklen_t l = sizeof a;
+    const int saved = errno;
+    const bool closed = raw_syscall(SYS_getpeername, fd, &a, &l) != 0 && errno == ENOTCONN;
+    errno = saved;
+    return closed;
+}
+
 // The kernel's shutdown(2): ::shutdown is interposed, and for a connection
 // still marked upgraded it would only end the ring.
 inline void kernel_shutdown(int fd, int how) {

@@ -82,6 +82,14 @@ void Connection::drain_locked(bool look_tcp) {
     // for the program), or its EOF. Another look would find the closed socket's
     // EOF and make a reset an end of stream.
     if (peer_closed_.load() || peer_reset_.load()) return;
+    if (kernel_rd_shut_.load()) {
+        // Our SHUT_RD is the kernel's too (Connection::shutdown): its reads say 0
+        // and its poll RDHUP whatever the peer did. Only its error is news: the
+        // RST that the peer's bytes past our shutdown drew.
+        if (tcp_events(0) & POLLERR)
+            if (int e = take_kernel_error(); e && !peer_reset_.exchange(true)) pending_err_.store(e);
+        return;
+    }
     // The kernel wait saw the socket quiet: a FIN or byte arriving since makes it
     // readable, and the next wait sees that.
     if (!look_tcp && !rx_on_tcp()) return;
@@ -259,10 +267,16 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     const short in = wanted & (POLLIN | POLLRDNORM);
     const short out = wanted & (POLLOUT | POLLWRNORM);
     // A reset shuts both directions (tcp_reset): everything reads, RDHUP too.
-    const short reset_events = static_cast<short>(POLLERR | POLLHUP | in | (wanted & POLLRDHUP));
+    // POLLERR only while the error is owed: TCP's sk_err goes once a call took it.
+    auto reset_events = [&] {
+        const short ev = static_cast<short>(POLLERR | POLLHUP | in | (wanted & POLLRDHUP));
+        return owes_error() ? ev : static_cast<short>(ev & ~POLLERR);
+    };
     // Both directions shut (ours for writing; ours for reading or the peer's
     // end): POLLHUP, which TCP reports whether asked for or not.
     auto both_shut = [&](bool peer_ended) { return shut_wr_ && (shut_rd_ || peer_ended); };
+    // Shut for reading: readable, and RDHUP (tcp_poll, RCV_SHUTDOWN).
+    const short shut_rd_events = static_cast<short>(in | (wanted & POLLRDHUP));
     switch (phase()) {
         case Phase::plain:
         case Phase::rv_listen:
@@ -273,9 +287,11 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             pollfd p{fd_, wanted, 0};
             ops_.poll(&p, 1, 0);
             *kernel_events = wanted;
+            // Our SHUT_RD is recorded, not the kernel's (Connection::shutdown): tcp_poll's part of it.
+            if (shut_rd_) p.revents |= static_cast<short>(shut_rd_events | (shut_wr_ ? POLLHUP : 0));
             return p.revents;
         }
-        case Phase::failed: return static_cast<short>(reset_events | out);
+        case Phase::failed: return static_cast<short>(reset_events() | out);
         case Phase::upgraded: break;
         case Phase::undecided:
             if (role_ == Role::client) {
@@ -305,12 +321,18 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             ops_.poll(&p, 1, 0);
             r |= p.revents;
             if (out && !kout && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
-            // Our SHUT_WR went into the ring, not the kernel: its POLLHUP is ours to add.
-            if (both_shut(peer_closed_.load() || peer_fin_.load())) r |= POLLHUP;
+            // The peer's end-of-stream record behind its switch: the FIN TCP would
+            // show behind the bytes still queued before it.
+            const bool ring_end = transport_->reader().fin_landed() && tcp_part_queued(nullptr);
+            if (ring_end) r |= static_cast<short>(wanted & POLLRDHUP);
+            // Our shutdowns are recorded, not the kernel's: tcp_poll's part of them is ours to add.
+            if (shut_rd_) r |= shut_rd_events;
+            if (both_shut(peer_closed_.load() || peer_fin_.load() || ring_end)) r |= POLLHUP;
             // The peer's end, not before TCP's FIN would have landed (connection_end_window.cpp).
             if ((r & (POLLRDHUP | POLLHUP)) && !(r & POLLERR) && !shut_rd_ && !end_fits())
                 r &= static_cast<short>(~(POLLRDHUP | POLLHUP));
-            if (peer_reset_.load()) r |= reset_events;
+            note_resets();  // ring bytes past our shutdown both ways, a peer gone
+            if (peer_reset_.load()) r |= reset_events();
             return r;
         }
     }
@@ -349,8 +371,8 @@ short Connection::ready_events(short wanted, short* kernel_events) {
     // Shut for writing: writable, the write fails with EPIPE (as tcp_poll says).
     if (out_left && (closed || reset || shut_wr_ || (!tx_waits && (transport_->writer().writable() || fin_peer_gone()))))
         r |= out_left;
-    if (reset) r |= static_cast<short>(owes_error() ? reset_events : reset_events & ~POLLERR);  // TCP's sk_err
-    if (shut_rd_ && in) r |= static_cast<short>(in | (wanted & POLLRDHUP));
+    if (reset) r |= reset_events();
+    if (shut_rd_) r |= shut_rd_events;
     if (shut_wr_ && (shut_rd_ || st == ring::RingStatus::eof || (closed && st == ring::RingStatus::would_block) || end_shown_now()))
         r |= POLLHUP;
     return r;

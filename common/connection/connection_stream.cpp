@@ -189,10 +189,14 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
     if (want == 0) return recv_nothing(nb);
     auto& rd = transport_->reader();
     size_t total = 0;
+    // A peek that saw every TCP byte before the peer's switch goes on into the
+    // ring: TCP's peek shows all that is queued (the TCP part is not consumed,
+    // so rx_on_tcp() still says TCP).
+    bool peeked_to_switch = false;
     for (;;) {
         if (downgrade_due()) serve_downgrade();  // the peer asked for our sends back
         if (ask_pending()) ask_locked();         // hand_over() is waiting for us to ask
-        if (rx_on_tcp()) {
+        if (!peeked_to_switch && rx_on_tcp()) {
             // Bytes the peer sent before its switch: from TCP, never past the offset.
             uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
             size_t room = want - total;
@@ -215,12 +219,15 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 // an emptied queue to a program that takes a short read after
                 // POLLRDHUP for the end of the stream (haproxy does): the read goes on
                 // into the ring.
-                const bool at_switch = !peek && at != RingControl::kNotSwitched && !rx_back() && tcp_rx_.load() == at;
+                const uint64_t seen = tcp_rx_.load() + (peek ? total : 0);
+                const bool at_switch = !(flags & MSG_OOB) && at != RingControl::kNotSwitched && !rx_back() && seen == at;
                 if (total == want || (!waitall && !at_switch)) return static_cast<ssize_t>(total);
+                peeked_to_switch = peek;
                 continue;
             }
             if (got == 0) return static_cast<ssize_t>(total);  // end of stream before the switch
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                kernel_error_taken(errno, total > 0);
                 if (total > 0) return static_cast<ssize_t>(total);
                 return -1;
             }
@@ -417,7 +424,9 @@ ssize_t Connection::recv_nothing(bool nb) {
 // fails, as after a close); we remember where the stream stood.
 void Connection::note_shut_both_ways() {
     RingControl* c = transport_ ? transport_->rx_control() : nullptr;
-    if (!c || rx_cut_.load() != kNoCut || rx_on_tcp() || !owned_by_this_process() || fork_gen_ != fork_generation())
+    // (Before the peer's switch the cut counts no TCP byte: ring bytes past it are
+    // late. Back on TCP, the kernel carries the stream as before.)
+    if (!c || rx_cut_.load() != kNoCut || rx_back() || !owned_by_this_process() || fork_gen_ != fork_generation())
         return;
     c->reader_state.store(RingControl::closed, std::memory_order_seq_cst);
     // Dekker with the peer's send (publish, fence, read our state): a record it
@@ -556,6 +565,31 @@ int Connection::take_socket_error() {
     return take_pending_err();
 }
 
+// Before the peer's switch offset: are all its TCP bytes up to it queued in
+// the kernel (how many in *left)? Then what lies in the ring behind them is
+// as TCP's would be: readable, and its end-of-stream record a FIN that landed.
+bool Connection::tcp_part_queued(size_t* left) {
+    if (rx_back()) return false;
+    const uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
+    const uint64_t got = tcp_rx_.load(std::memory_order_relaxed);
+    if (at == RingControl::kNotSwitched || at < got) return false;
+    if (at > got && kernel_inq(fd_) < at - got) return false;
+    if (left) *left = static_cast<size_t>(at - got);
+    return true;
+}
+
+// A read of the kernel's socket took its error (the peer's RST, a timeout):
+// TCP reports it once. It is the reset the ring's reader state may say too,
+// reported now, or owed to the next call when bytes came first.
+void Connection::kernel_error_taken(int err, bool owed) {
+    if (err != ECONNRESET && err != EPIPE && err != ETIMEDOUT && err != EHOSTUNREACH && err != ENETUNREACH) return;
+    peer_reset_.store(true);
+    taken_err_.store(err);
+    pending_err_.store(owed ? err : 0);
+    reset_reported_.store(!owed);
+    wake_local();
+}
+
 void Connection::owe_again(int err) {
     if (err == 0 || taken_err_.load() != err) return;
     int none = 0;
@@ -569,7 +603,15 @@ void Connection::owe_again(int err) {
 size_t Connection::readable_bytes() {
     if (phase() == Phase::rv_accepted) return kernel_inq(fd_);
     if (phase() != Phase::upgraded) return 0;
-    if (rx_on_tcp()) return kernel_inq(fd_);
+    if (rx_on_tcp()) {
+        // Before the peer's switch offset: the TCP bytes up to it and, once all
+        // of them are queued, the ring's after them: a read takes both without
+        // waiting, and TCP counts every such byte (a count of the TCP part alone
+        // held a reader that waits for FIONREAD to reach what was sent).
+        size_t tcp_part = 0;
+        if (!tcp_part_queued(&tcp_part)) return kernel_inq(fd_);
+        return tcp_part + std::min<uint64_t>(ring_readable(nullptr), rx_room());
+    }
     return std::min<uint64_t>(ring_readable(nullptr), rx_room());  // nothing past our shutdown both ways
 }
 

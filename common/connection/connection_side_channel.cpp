@@ -116,7 +116,10 @@ bool Connection::progress_rendezvous(bool may_syscall) {
 // ---------------------------------------------------------------- side-channel data path
 
 ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
-    std::unique_lock<SideLock> lk(write_mu_);
+    // (A send waiting for room holds write_mu_; one that may not block does not
+    // wait behind it, as tcp_recv's: TCP says EAGAIN there.)
+    std::unique_lock<SideLock> lk(write_mu_, std::defer_lock);
+    if (!lock_or_eagain(lk, flags)) return -1;
     // send() chose TCP from the phase before it held the writers' lock; another
     // thread's send may have switched our sends to the ring meanwhile, at the
     // offset that counts every TCP byte so far (switch_tx_locked). Bytes sent

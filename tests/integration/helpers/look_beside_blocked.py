@@ -66,6 +66,43 @@ step("fresh connection: the server speaks; the blocked recv gets", lambda: (quie
 fresh.close()
 quiet.close()
 
+# A fresh connection again, a writer blocked in send (its server reads nothing yet): a send that
+# may not block answers at once (before: it waited for the writers' lock behind the blocked one).
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+fresh = socket.create_connection(ls.getsockname())
+quiet, _ = ls.accept()
+ls.close()
+fresh_big = b"f" * (16 << 20)
+fresh_writer = threading.Thread(target=lambda: fresh.sendall(fresh_big))
+fresh_writer.start()
+time.sleep(1.0)
+fresh_extra = []
+
+
+def fresh_send_dontwait():
+    try:  # EAGAIN or a byte sent: either is TCP's, depending on where the blocked sendall stands
+        fresh_extra.append(fresh.send(b"y", socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        pass
+    return "answered"
+
+
+def fresh_drain():
+    n, want = 0, len(fresh_big) + sum(fresh_extra)
+    quiet.settimeout(20)
+    while n < want:
+        n += len(quiet.recv(1 << 20))
+    return "all" if n == want else n
+
+
+step("fresh connection: send MSG_DONTWAIT beside a blocked send", fresh_send_dontwait)
+step("fresh connection: the server drains", fresh_drain)
+fresh_writer.join(20)
+fresh.close()
+quiet.close()
+
 c, s = settled_pair()
 
 # A reader blocked in recv on c.

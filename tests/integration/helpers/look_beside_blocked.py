@@ -48,14 +48,47 @@ def epoll_once(flags):
         ep.close()
 
 
+def blocked_writer(sock, size):
+    """A thread blocked in sendall of SIZE bytes (the peer reads nothing for now); the bytes a
+    MSG_DONTWAIT send beside it adds go in .extra."""
+    t = threading.Thread(target=lambda: sock.sendall(b"w" * size))
+    t.size, t.extra = size, []
+    t.start()
+    time.sleep(1.0)
+    return t
+
+
+def send_dontwait(sock, writer):
+    # Either answer is TCP's (it depends on where the blocked sendall is): it must just answer.
+    try:
+        writer.extra.append(sock.send(b"y", socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        pass
+    return "answered"
+
+
+def drain(peer, writer):
+    n, want = 0, writer.size + sum(writer.extra)
+    peer.settimeout(20)
+    while n < want:
+        n += len(peer.recv(1 << 20))
+    return "all" if n == want else n
+
+
+def fresh_pair():
+    """A connection whose server end has made no call yet."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    client = socket.create_connection(ls.getsockname())
+    server, _ = ls.accept()
+    ls.close()
+    return client, server
+
+
 # First on a fresh connection whose server has made no call yet (under the shim: still in the
 # same-host rendezvous, where a blocking recv waits in the kernel holding the read lock).
-ls = socket.socket()
-ls.bind(("127.0.0.1", 0))
-ls.listen(1)
-fresh = socket.create_connection(ls.getsockname())
-quiet, _ = ls.accept()
-ls.close()
+fresh, quiet = fresh_pair()
 early = []
 early_reader = threading.Thread(target=lambda: early.append(fresh.recv(10)))
 early_reader.start()
@@ -68,37 +101,10 @@ quiet.close()
 
 # A fresh connection again, a writer blocked in send (its server reads nothing yet): a send that
 # may not block answers at once (before: it waited for the writers' lock behind the blocked one).
-ls = socket.socket()
-ls.bind(("127.0.0.1", 0))
-ls.listen(1)
-fresh = socket.create_connection(ls.getsockname())
-quiet, _ = ls.accept()
-ls.close()
-fresh_big = b"f" * (16 << 20)
-fresh_writer = threading.Thread(target=lambda: fresh.sendall(fresh_big))
-fresh_writer.start()
-time.sleep(1.0)
-fresh_extra = []
-
-
-def fresh_send_dontwait():
-    try:  # EAGAIN or a byte sent: either is TCP's, depending on where the blocked sendall stands
-        fresh_extra.append(fresh.send(b"y", socket.MSG_DONTWAIT))
-    except BlockingIOError:
-        pass
-    return "answered"
-
-
-def fresh_drain():
-    n, want = 0, len(fresh_big) + sum(fresh_extra)
-    quiet.settimeout(20)
-    while n < want:
-        n += len(quiet.recv(1 << 20))
-    return "all" if n == want else n
-
-
-step("fresh connection: send MSG_DONTWAIT beside a blocked send", fresh_send_dontwait)
-step("fresh connection: the server drains", fresh_drain)
+fresh, quiet = fresh_pair()
+fresh_writer = blocked_writer(fresh, 16 << 20)
+step("fresh connection: send MSG_DONTWAIT beside a blocked send", lambda: send_dontwait(fresh, fresh_writer))
+step("fresh connection: the server drains", lambda: drain(quiet, fresh_writer))
 fresh_writer.join(20)
 fresh.close()
 quiet.close()
@@ -121,36 +127,11 @@ step("the peer gets it", lambda: s.recv(10))
 step("the peer answers; the blocked recv gets", lambda: (s.sendall(b"late"), reader.join(20), got)[2])
 
 # A writer blocked in send on c (the peer reads nothing for now).
-big = b"w" * (64 << 20)
-writer = threading.Thread(target=lambda: c.sendall(big))
-writer.start()
-time.sleep(1.0)
-extra = []
-
-
-def send_dontwait():
-    # Either answer is TCP's (it depends on where the blocked sendall is): it must just answer.
-    try:
-        extra.append(c.send(b"y", socket.MSG_DONTWAIT))
-    except BlockingIOError:
-        pass
-    return "answered"
-
-
-step("send MSG_DONTWAIT beside a blocked send", send_dontwait)
+writer = blocked_writer(c, 64 << 20)
+step("send MSG_DONTWAIT beside a blocked send", lambda: send_dontwait(c, writer))
 # (Whether the writer has filled everything yet is up to the scheduler: the select must answer.)
 step("select for writing beside a blocked send", lambda: (select.select([], [c], [], 0.3), "answered")[1])
-
-
-def drain():
-    n = 0
-    s.settimeout(20)
-    while n < len(big) + sum(extra):
-        n += len(s.recv(1 << 20))
-    return "all" if n == len(big) + sum(extra) else n
-
-
-step("the peer drains", drain)
+step("the peer drains", lambda: drain(s, writer))
 writer.join(20)
 print("writer done:", not writer.is_alive(), flush=True)
 c.close()

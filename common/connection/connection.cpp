@@ -75,18 +75,18 @@ Connection::~Connection() {
     if (own_fd_) retire_fd();
 }
 
-bool Connection::stream_closed() {
+bool Connection::stream_closed(bool our_fin_counts) {
     if (phase() != Phase::upgraded) return false;
     drain_socket_now();  // a dead peer's FIN or RST, which no call may have looked at yet
     note_resets();
-    return closed_both_ways();
+    return closed_both_ways(our_fin_counts);
 }
 
-bool Connection::closed_both_ways() {
+bool Connection::closed_both_ways(bool our_fin_counts) {
     // (A peer that never switched ended on TCP: its kernel's FIN is its end.)
     const bool ended_on_tcp = peer_fin_.load() && transport_->rx_switch() &&
                               transport_->rx_switch()->load(std::memory_order_acquire) == RingControl::kNotSwitched;
-    return peer_reset_.load() || (shut_wr_ && (peer_fin_seen() || ended_on_tcp));
+    return peer_reset_.load() || (our_fin_counts && shut_wr_ && (peer_fin_seen() || ended_on_tcp));
 }
 
 bool Connection::unread_at_close() {
@@ -535,7 +535,9 @@ int Connection::shutdown(int how, bool* kernel_carries) {
     // A socket whose stream ended both ways (our FIN sent and the peer's
     // landed) or was reset is TCP_CLOSE: shutdown says ENOTCONN, and still
     // takes effect (inet_shutdown).
-    const bool ended = stream_closed();
+    // (Our FIN owed by this very call is not one that was sent before it: a
+    // shutdown that began before the switch would say ENOTCONN to itself.)
+    const bool ended = stream_closed(!fin_owed);
     if (rd) shut_rd_ = true;
     // In band, on the way back: our unread ring bytes go over TCP before the
     // kernel's FIN (hand_over waits for the peer's marker).

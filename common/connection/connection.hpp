@@ -123,8 +123,9 @@ public:
     ssize_t recv(const iovec* iov, int iovcnt, int flags);
     // What TCP_CLOSE is on a ring: reset, or ended both ways (our FIN sent and
     // the peer's landed). shutdown and getpeername say ENOTCONN then; a RST
-    // changes nothing. False unless upgraded.
-    bool stream_closed();
+    // changes nothing. False unless upgraded. (our_fin_counts false: our FIN is
+    // the one this shutdown writes now, not one sent before.)
+    bool stream_closed(bool our_fin_counts = true);
     // The error the peer's reset left owed (TCP's sk_err), taken: the next
     // failing call reports it, or getsockopt(SO_ERROR) takes it; 0 if none.
     int take_pending_err();
@@ -508,7 +509,7 @@ private:
     uint64_t rx_arrived_look();
     // At our last close: bytes left unread make TCP's close a RST.
     bool unread_at_close();
-    bool closed_both_ways();  // stream_closed() without looking at the reader's state
+    bool closed_both_ways(bool our_fin_counts = true);  // stream_closed() without looking at the reader's state
 
     std::atomic<bool> peer_fin_{false};  // side channel: the peer's FIN seen while its bytes still come over TCP
     // A FIN while the peer's bytes still come over TCP may be a half-close: its

@@ -283,6 +283,15 @@ void Connection::finish_downgrade() {
     const Phase ph = phase();
     if (ph != Phase::upgraded && ph != Phase::rv_accepted) return;
     if (!tx_back() || !rx_back()) return;
+    // Plain, our sends go straight to the kernel. A take-back may still be
+    // resending our unread ring bytes there: a forked copy of ours marks the
+    // direction back, then resends holding the writers' busy word. Once that
+    // word is free every resent byte is queued, and ours go after them (they
+    // overtook the resend: mt_fuzz's "out of order" with a fork burst).
+    if (auto* tc = transport_->tx_control()) {
+        if (!lock_busy(tc->writer_busy)) return;  // held on: our sends keep waiting on it (tx_enter_locked)
+        downgrade::unlock(tc->writer_busy);
+    }
     std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
     if (phase() != ph) return;
     fallback_reason_ = downgrade_why_.empty() ? "the peer handed the stream back to tcp" : "handed back to tcp: " + downgrade_why_;

@@ -259,7 +259,12 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             errno = ECONNRESET;
             return -1;
         }
-        if (way == Way::tcp) continue;  // back on TCP: rx_on_tcp() says so now
+        if (way == Way::tcp) {
+            // Back on TCP: rx_on_tcp() says so now. A peek that took the TCP
+            // part already would skip it again and loop: it has its bytes.
+            if (peeked_to_switch) return static_cast<ssize_t>(total);
+            continue;
+        }
         if (way == Way::wait) {
             // We asked the peer to send our unread bytes again over TCP (hand_over).
             // In band its answer is a marker on the TCP stream: look for it.

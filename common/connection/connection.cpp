@@ -569,6 +569,14 @@ int Connection::shutdown(int how, bool* kernel_carries) {
     return 0;
 }
 
+// Our reader is gone: the peer's writer reads it in the ring it writes, a
+// reset (`aborted`, bytes left unread) or a close. (A socket that failed told
+// the peer's writer already: kept.)
+void Connection::tell_reader_gone(bool aborted) {
+    if (RingControl* c = transport_->rx_control(); c && c->reader_state.load() != RingControl::gone)
+        c->reader_state.store(aborted ? RingControl::aborted : RingControl::closed, std::memory_order_release);
+}
+
 void Connection::close_last_reference() {
     cancel::Shield shield;  // its end-of-stream and hand-over finish (thread_cancel.hpp)
     RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
@@ -583,10 +591,7 @@ void Connection::close_last_reference() {
             // rings nobody reads. It learns we are gone as from an upgraded close,
             // from its ring's reader state (a reset where bytes were left unread,
             // as TCP's close with unread bytes).
-            if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process())
-                if (RingControl* c = transport_->rx_control(); c && c->reader_state.load() != RingControl::gone)
-                    c->reader_state.store(kernel_inq(fd_) > 0 ? RingControl::aborted : RingControl::closed,
-                                          std::memory_order_release);
+            if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process()) tell_reader_gone(kernel_inq(fd_) > 0);
             break;
         default: break;
     }
@@ -630,9 +635,7 @@ void Connection::close_last_reference() {
             errno = saved;
             RS_LOG(debug, "fd %d: closed with unread bytes: a reset, as TCP's", fd_);
         }
-        // (A socket that failed told the peer's writer already: kept.)
-        if (RingControl* c = transport_->rx_control(); c && c->reader_state.load() != RingControl::gone)
-            c->reader_state.store(aborted ? RingControl::aborted : RingControl::closed, std::memory_order_release);
+        tell_reader_gone(aborted);
     }
     // SO_LINGER {1, 0}: no end-of-stream record; the kernel's RST at the close
     // tells the peer, which then reports ECONNRESET as TCP would.

@@ -474,6 +474,7 @@ private:
     std::atomic<bool> reset_reported_{false};
     // Shut both ways before the switch, the kernel's socket too (Connection::shutdown).
     std::atomic<bool> kernel_rd_shut_{false};
+    void tell_reader_gone(bool aborted);  // our rings' reader state, at our last close
     std::atomic<int> taken_err_{0};  // what take_pending_err last took (owe_again gives back only that)
     // POLLERR stands while an error is owed: the reset's (until reported or
     // taken by SO_ERROR), a failed transport's always.

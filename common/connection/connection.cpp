@@ -146,6 +146,7 @@ void Connection::forget_other_threads() {
     read_mu_.forget_holders();
     write_mu_.forget_holders();
     drain_owned_.store(false, std::memory_order_relaxed);
+    if (Transport* t = transport_.get()) t->forget_other_threads();
 }
 
 void Connection::retire_fd() {

@@ -285,6 +285,8 @@ private:
     // Peeks at the kernel buffer: the parsed message, or eof/empty.
     handshake::ParseResult peek_message(bool* eof, bool* empty);
     bool send_message(const handshake::Message& m);
+    // send_message, or the phase it leaves when it cannot (`what` names the message).
+    bool send_or_settle(const handshake::Message& m, const char* what);
     bool consume(size_t n);
     // The only writer of phase_: a move checked against connection_phase.hpp's
     // table. start() is the set-up move of a connection no call has used yet.

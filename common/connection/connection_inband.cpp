@@ -68,6 +68,20 @@ bool Connection::send_message(const handshake::Message& m) {
     return sent == bytes.size();
 }
 
+bool Connection::send_or_settle(const handshake::Message& m, const char* what) {
+    if (send_message(m)) return true;
+    // EPIPE: the socket is shut for writing (the application's shutdown in
+    // the middle of the handshake, from a signal handler or another thread) or
+    // already reset. Nothing more can reach the peer, which reads our FIN (or
+    // the reset) where it waits for this message and stays on TCP: so do we,
+    // and the application meets the kernel's own state. Otherwise the peer
+    // still waits for the message and would parse our next bytes as it.
+    const std::string why = std::string("could not send ") + what;
+    if (errno == EPIPE) become_plain((why + ": the socket is shut for writing").c_str());
+    else become_failed(why.c_str());
+    return false;
+}
+
 bool Connection::progress_client_offer() {
     pollfd p{fd_, POLLOUT, 0};
     if (ops_.poll(&p, 1, 0) < 0) return false;
@@ -109,10 +123,11 @@ bool Connection::progress_client_offer() {
     hello.uid = static_cast<uint32_t>(geteuid());
     hello.ring_bytes = config_.ring_bytes;
     hello.boot_id = handshake::local_boot_id();
-    if (config_.fault == "client-hello" || !send_message(hello)) {
+    if (config_.fault == "client-hello") {
         become_failed("could not send HELLO");
         return true;
     }
+    if (!send_or_settle(hello, "HELLO")) return true;
     enter(Phase::offered);
     return true;
 }
@@ -155,15 +170,11 @@ bool Connection::progress_client_reply() {
     if (!t) {
         reply.type = handshake::Type::abort;
         reply.reason = handshake::Reason::setup_failed;
-        if (!send_message(reply)) become_failed("could not send ABORT");
-        else become_plain(("could not set up the accepted transport: " + err).c_str());
+        if (send_or_settle(reply, "ABORT")) become_plain(("could not set up the accepted transport: " + err).c_str());
         return true;
     }
     reply.type = handshake::Type::ready;
-    if (!send_message(reply)) {
-        become_failed("could not send READY");
-        return true;
-    }
+    if (!send_or_settle(reply, "READY")) return true;
     upgrade(std::move(t));
     return true;
 }
@@ -212,10 +223,7 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
         if (config_.fault == "server-setup") reply.reason = handshake::Reason::setup_failed;
         else if (want_rdma) accept_rdma(m, reply);
     }
-    if (!send_message(reply)) {
-        become_failed("could not send the reply to HELLO");
-        return true;
-    }
+    if (!send_or_settle(reply, "the reply to HELLO")) return true;
     if (reply.type == handshake::Type::decline) become_plain(handshake::to_string(reply.reason));
     else enter(Phase::accepted);
     return true;

@@ -57,6 +57,9 @@ public:
     virtual unsigned wake_generation() const { return 0; }
     virtual void ring_peer() {}
     virtual void drain_wake() {}
+    // In a forked child (pthread_atfork, one thread): a look another thread of
+    // the parent had under way is nobody's here.
+    virtual void forget_other_threads() {}
     // Wake every sleeper of this side without the peer (shutdown from another
     // thread); false when nothing of ours can be written. Shared memory writes
     // its wake_fd(); RDMA (whose wake_fd is a completion channel) has a second

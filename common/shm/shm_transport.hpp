@@ -38,6 +38,7 @@ public:
         if (peer_ring_.load(std::memory_order_acquire) >= 0) return shm_doorbell::Confirm::done;
         return take_confirm();
     }
+    void forget_other_threads() override { reading_.store(false, std::memory_order_relaxed); }
     int wake_fd() const override { return wake_; }
     // Bumped when drain_wake renewed the pair under the same numbers: an epoll
     // set registers the sleep end again (its old file left the set with its close).
@@ -111,11 +112,13 @@ private:
             const int chan = chan_.load(std::memory_order_acquire);
             int r = -1;
             c = chan < 0 ? Confirm::refused : shm_doorbell::receive_ring_end(chan, kConfirmTag, r);
+            // The ring end first: a fork between the two stores leaves a child
+            // that holds the doorbell, not one with neither it nor the channel.
+            if (c == Confirm::done) peer_ring_.store(adopt_own_fd(r), std::memory_order_seq_cst);
             if (c != Confirm::waiting && chan >= 0) {
                 chan_.store(-1, std::memory_order_release);
                 side_channel::close_channel(chan, true);
             }
-            if (c == Confirm::done) peer_ring_.store(adopt_own_fd(r), std::memory_order_seq_cst);
             // A server that switched and then sent no ring end is not our shim.
             if (c == Confirm::refused && ch_->rx_control().switch_at.load(std::memory_order_acquire) != RingControl::kNotSwitched)
                 fail("the server's CONFIRM brought no doorbell");

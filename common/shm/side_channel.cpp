@@ -114,7 +114,7 @@ int accept_peer(int listen_fd) {
     return adopt_own_fd(fd);
 }
 
-Received receive(int fd, void* buf, size_t len) {
+Received receive(int fd, void* buf, size_t len, bool peek) {
     Received r;
     int saved = errno;
     iovec iov{buf, len};
@@ -124,7 +124,7 @@ Received receive(int fd, void* buf, size_t len) {
     mh.msg_iovlen = 1;
     mh.msg_control = control;
     mh.msg_controllen = sizeof control;
-    r.bytes = kernel::recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    r.bytes = kernel::recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | (peek ? MSG_PEEK : 0));
     if (r.bytes < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) r.error = errno;
     if (r.bytes >= 0) {
         r.truncated = mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC);

@@ -56,7 +56,9 @@ struct Received {
 };
 
 // One message, nonblocking. Received fds are close-on-exec; the caller owns them.
-Received receive(int fd, void* buf, size_t len);
+// `peek`: the message stays queued, and its fds come as new copies (the
+// kernel's MSG_PEEK dups a message's files for each peek).
+Received receive(int fd, void* buf, size_t len, bool peek = false);
 // One message with up to kMaxFds fds; true when all of it was queued at once.
 bool send(int fd, const void* buf, size_t len, const int* fds, int nfds);
 // Closes every fd a message brought (discard_fd).

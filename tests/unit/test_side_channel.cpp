@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -23,6 +24,8 @@
 #include "shm/memfd_segment.hpp"
 #include "shm/peer_check.hpp"
 #include "shm/shm_channel.hpp"
+#include "shm/shm_doorbell.hpp"
+#include "shm/shm_transport.hpp"
 #include "shm/side_channel.hpp"
 
 using namespace rdmasock;
@@ -155,6 +158,41 @@ TEST_CASE("the side channel carries fds and the sender's kernel-checked credenti
     CHECK(none.bytes < 0);
     CHECK(none.error == 0);  // nothing yet, not an error
     close(pipefd[0]), close(pipefd[1]), close(sv[0]), close(sv[1]);
+}
+
+TEST_CASE("CONFIRM's doorbell reaches a parent and the child it forked before CONFIRM came") {
+    // The client's channel is shared by a process and its child forked during
+    // the rendezvous: whichever reads CONFIRM first must leave it for the other
+    // (a child without the server's doorbell woke nobody: mt_fuzz hung).
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    int sleep_end = -1, ring_end = -1;
+    REQUIRE(shm_doorbell::create(sleep_end, ring_end));
+    const uint8_t tag = ShmTransport::kConfirmTag;
+    int got = -1;
+    CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got) == shm_doorbell::Confirm::waiting);
+    int go[2];
+    REQUIRE(pipe(go) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        // The child looks after the parent took it (the parent waits for it below).
+        char c;
+        int r = -1;
+        bool ok = read(go[0], &c, 1) == 1;
+        ok = ok && shm_doorbell::receive_ring_end(sv[1], tag, r) == shm_doorbell::Confirm::done && shm_doorbell::is_ring_end(r);
+        _exit(ok ? 0 : 1);
+    }
+    REQUIRE(child > 0);
+    REQUIRE(side_channel::send(sv[0], &tag, 1, &ring_end, 1));
+    CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got) == shm_doorbell::Confirm::done);
+    CHECK(shm_doorbell::is_ring_end(got));
+    close(sv[1]);  // the parent is done with the channel, as take_confirm is
+    REQUIRE(write(go[1], "g", 1) == 1);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    close(got), close(sv[0]), close(sleep_end), close(ring_end), close(go[0]), close(go[1]);
 }
 
 TEST_CASE("a file a peer handed over is closed in place only when its close cannot block") {

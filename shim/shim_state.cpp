@@ -45,7 +45,7 @@ __attribute__((constructor)) void init() {
     real::calls();
     refresh_current_pid();
     signals::note_process();
-    pthread_atfork(nullptr, note_fork, after_fork_child);
+    pthread_atfork(note_fork_begins, note_fork, after_fork_child);
     std::atexit(at_exit);
     leftover::adopt_from_env();  // bytes an exec'd-from image kept for an inherited socket
     RS_LOG(debug, "loaded: transport=%s ring=%llu spin_us=%u", to_string(g_config->transport),

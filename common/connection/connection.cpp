@@ -198,17 +198,17 @@ bool Connection::start_rendezvous_client() {
 
 void Connection::claim_rendezvous() {
     rv_pid_ = current_pid();
-    rv_gen_ = fork_generation();
+    rv_gen_ = forks_begun();
 }
 
 // Only while the rendezvous is under way in some process (not rv_pending: the
 // postmaster pattern, where the process that uses the socket first starts it).
-bool Connection::forked_since_rendezvous() const { return rv_pid_ != current_pid() || rv_gen_ != fork_generation(); }
+bool Connection::forked_since_rendezvous() const { return rv_pid_ != current_pid() || rv_gen_ != forks_begun(); }
 
 bool Connection::forked_during_rendezvous() {
     const Phase ph = phase();
     if (ph != Phase::rv_listen && ph != Phase::rv_offered && ph != Phase::rv_accepted) return false;
-    if (rv_pid_ == current_pid() && rv_gen_ == fork_generation()) return false;
+    if (!forked_since_rendezvous()) return false;
     if (ph == Phase::rv_accepted) {
         // Rings exist and the server may have switched already: go back in order.
         hand_over("forked while the same-host rendezvous was under way");

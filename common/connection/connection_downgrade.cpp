@@ -183,7 +183,13 @@ Connection::Way Connection::tx_enter_locked() {
         downgrade::unlock(c->writer_busy);
         return Way::wait;
     }
-    if (state(*c) == kRing && state(*transport_->rx_control()) != kBack && !handing_over_.load(std::memory_order_relaxed))
+    // Forked while the rendezvous was under way and our sends are still on TCP:
+    // the child's copy may have gone on over TCP, and our switch offset would
+    // not count its bytes. Every path to the ring comes here (send, the FIN
+    // record of shutdown and close): none switches, the direction goes back.
+    const bool forked_on_tcp = !tx_switched_ && side_tried_ && forked_since_rendezvous();
+    if (state(*c) == kRing && state(*transport_->rx_control()) != kBack && !handing_over_.load(std::memory_order_relaxed) &&
+        !forked_on_tcp)
         return Way::ring;
     take_back_locked();
     downgrade::unlock(c->writer_busy);

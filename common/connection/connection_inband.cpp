@@ -92,7 +92,7 @@ bool Connection::progress_client_offer() {
     if (!(p.revents & POLLOUT)) return false;  // still connecting
     // Forked since the connect (the perl echo client: one process writes, the
     // other reads): two processes would each run the handshake on one socket.
-    if (rv_pid_ != current_pid() || rv_gen_ != fork_generation()) {
+    if (forked_since_rendezvous()) {
         become_plain("forked before the handshake: two processes may use the socket");
         return true;
     }

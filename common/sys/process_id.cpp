@@ -10,6 +10,7 @@ namespace rdmasock {
 namespace {
 std::atomic<int> g_pid{0};
 std::atomic<uint64_t> g_forks{0};
+std::atomic<uint64_t> g_forks_begun{0};
 }  // namespace
 
 int current_pid() {
@@ -27,5 +28,8 @@ void refresh_current_pid() { g_pid.store(static_cast<int>(getpid()), std::memory
 
 uint64_t fork_generation() { return g_forks.load(std::memory_order_acquire); }
 void note_fork() { g_forks.fetch_add(1, std::memory_order_acq_rel); }
+
+uint64_t forks_begun() { return g_forks_begun.load(std::memory_order_seq_cst); }
+void note_fork_begins() { g_forks_begun.fetch_add(1, std::memory_order_seq_cst); }
 
 }  // namespace rdmasock

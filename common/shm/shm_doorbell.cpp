@@ -132,16 +132,16 @@ void renew(int sleep_end, int self_ring) {
     errno = saved;
 }
 
-Confirm receive_ring_end(int chan, uint8_t tag, int& ring_end) {
+Confirm receive_ring_end(int chan, uint8_t tag, int& ring_end, bool shared) {
     int saved = errno;
     uint8_t b = 0;
-    // Peeked, never taken: CONFIRM is the channel's last message, and a process
+    // Shared, it is peeked: CONFIRM is the channel's last message, and a process
     // forked before it arrived shares this channel with its parent. Whichever
     // reads first must leave the message for the other, or the other never gets
     // the server's doorbell and its wake-ups reach nobody (a forked child's
     // take-back then waited for good: mt_fuzz, seeds 3 and 37). Each peek brings
     // its own copy of the ring end; the channel's last close frees the message.
-    auto r = side_channel::receive(chan, &b, 1, true);
+    auto r = side_channel::receive(chan, &b, 1, shared);
     Confirm c = Confirm::refused;
     if (r.bytes < 0 && r.error == 0) {
         c = Confirm::waiting;

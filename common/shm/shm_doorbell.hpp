@@ -49,7 +49,10 @@ void renew(int sleep_end, int self_ring);
 // The client's side of CONFIRM: one byte `tag` with exactly one fd that
 // is_ring_end(). waiting: nothing queued yet; refused: anything else (the
 // channel closed, a malformed message); done: `ring_end` is ours (close-on-exec).
+// `shared`: another process may hold the channel too (we forked since ACCEPT):
+// the message is peeked and left for it (MSG_PEEK brings each its own copy of
+// the fd); the channel's close then goes to fd_reaper (a file is queued).
 enum class Confirm { waiting, done, refused };
-Confirm receive_ring_end(int chan, uint8_t tag, int& ring_end);
+Confirm receive_ring_end(int chan, uint8_t tag, int& ring_end, bool shared = false);
 
 }  // namespace rdmasock::shm_doorbell

@@ -11,6 +11,7 @@
 #include "shm/side_channel.hpp"
 #include "ring/transport.hpp"
 #include "sys/own_fd.hpp"
+#include "sys/process_id.hpp"
 
 namespace rdmasock {
 
@@ -32,7 +33,11 @@ public:
     // Client: the side channel on which the server's CONFIRM brings its ring end
     // (ours now). The server switches only after it sent CONFIRM, so whenever
     // we owe it a ring, CONFIRM is there to be read.
-    void await_peer_ring(int chan) { chan_.store(chan, std::memory_order_release); }
+    void await_peer_ring(int chan) {
+        await_pid_ = current_pid();
+        await_forks_ = forks_begun();
+        chan_.store(chan, std::memory_order_release);
+    }
     // Client: CONFIRM read (done), not yet (waiting), or the server refused.
     shm_doorbell::Confirm confirm() {
         if (peer_ring_.load(std::memory_order_acquire) >= 0) return shm_doorbell::Confirm::done;
@@ -111,7 +116,11 @@ private:
         if (peer_ring_.load(std::memory_order_acquire) < 0) {
             const int chan = chan_.load(std::memory_order_acquire);
             int r = -1;
-            c = chan < 0 ? Confirm::refused : shm_doorbell::receive_ring_end(chan, kConfirmTag, r);
+            // Forked since ACCEPT: the child holds the channel too, and CONFIRM is
+            // left for it. (Not always: a queued file makes the channel's close
+            // a job for fd_reaper's thread.)
+            const bool shared = current_pid() != await_pid_ || forks_begun() != await_forks_;
+            c = chan < 0 ? Confirm::refused : shm_doorbell::receive_ring_end(chan, kConfirmTag, r, shared);
             // The ring end first: a fork between the two stores leaves a child
             // that holds the doorbell, not one with neither it nor the channel.
             if (c == Confirm::done) peer_ring_.store(adopt_own_fd(r), std::memory_order_seq_cst);
@@ -136,6 +145,8 @@ private:
     int wake_ = -1, self_ring_ = -1;
     std::atomic<int> peer_ring_{-1};
     std::atomic<int> chan_{-1};               // client: until CONFIRM
+    int await_pid_ = 0;                       // current_pid() and forks_begun() at await_peer_ring
+    uint64_t await_forks_ = 0;
     std::atomic<bool> reading_{false}, owed_{false};
     std::atomic<bool> shut_{false};           // the peer shut our doorbell, or sent no ring end
     std::atomic<const char*> why_{""};

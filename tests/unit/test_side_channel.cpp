@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -170,7 +172,7 @@ TEST_CASE("CONFIRM's doorbell reaches a parent and the child it forked before CO
     REQUIRE(shm_doorbell::create(sleep_end, ring_end));
     const uint8_t tag = ShmTransport::kConfirmTag;
     int got = -1;
-    CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got) == shm_doorbell::Confirm::waiting);
+    CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got, true) == shm_doorbell::Confirm::waiting);
     int go[2];
     REQUIRE(pipe(go) == 0);
     pid_t child = fork();
@@ -179,12 +181,12 @@ TEST_CASE("CONFIRM's doorbell reaches a parent and the child it forked before CO
         char c;
         int r = -1;
         bool ok = read(go[0], &c, 1) == 1;
-        ok = ok && shm_doorbell::receive_ring_end(sv[1], tag, r) == shm_doorbell::Confirm::done && shm_doorbell::is_ring_end(r);
+        ok = ok && shm_doorbell::receive_ring_end(sv[1], tag, r, true) == shm_doorbell::Confirm::done && shm_doorbell::is_ring_end(r);
         _exit(ok ? 0 : 1);
     }
     REQUIRE(child > 0);
     REQUIRE(side_channel::send(sv[0], &tag, 1, &ring_end, 1));
-    CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got) == shm_doorbell::Confirm::done);
+    CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got, true) == shm_doorbell::Confirm::done);
     CHECK(shm_doorbell::is_ring_end(got));
     close(sv[1]);  // the parent is done with the channel, as take_confirm is
     REQUIRE(write(go[1], "g", 1) == 1);
@@ -193,6 +195,22 @@ TEST_CASE("CONFIRM's doorbell reaches a parent and the child it forked before CO
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
     close(got), close(sv[0]), close(sleep_end), close(ring_end), close(go[0]), close(go[1]);
+}
+
+TEST_CASE("CONFIRM is taken from a channel no other process holds: its close queues nothing for fd_reaper") {
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    int sleep_end = -1, ring_end = -1;
+    REQUIRE(shm_doorbell::create(sleep_end, ring_end));
+    const uint8_t tag = ShmTransport::kConfirmTag;
+    REQUIRE(side_channel::send(sv[0], &tag, 1, &ring_end, 1));
+    int got = -1;
+    CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got) == shm_doorbell::Confirm::done);
+    CHECK(shm_doorbell::is_ring_end(got));
+    int queued = -1;
+    REQUIRE(ioctl(sv[1], SIOCINQ, &queued) == 0);
+    CHECK(queued == 0);
+    close(got), close(sv[0]), close(sv[1]), close(sleep_end), close(ring_end);
 }
 
 TEST_CASE("a file a peer handed over is closed in place only when its close cannot block") {

@@ -366,6 +366,13 @@ private:
     // A byte on the TCP stream that nobody of ours wrote: reset both ends, loudly.
     void reset_both(const char* why);
     void reset_for_unread(size_t left, const char* when);  // a dead peer left ring bytes a hand-over cannot resend
+    // The peer's socket ended before its part of a hand-over (`when`): what it
+    // left in our ring is kept for the socket's next reader, before the
+    // kernel's end (leftover.hpp), and our receives are back; where it cannot
+    // be kept, the connection is reset (reset_for_unread). `only_ended`: kept
+    // only when the peer's end-of-stream record follows (RDMA: keep_ring_rest).
+    // False: the readers' busy word stayed taken (nothing done).
+    bool keep_what_the_gone_peer_left(const char* when, bool only_ended = false);
     // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way
     // (random per connection, 0 = off); the downgrade stress test.
     uint64_t handover_at_ = 0;

@@ -52,18 +52,22 @@ constexpr int64_t kForeignGraceUs = 100'000;
 // a peer gone before its take-back (at_kernel_end: the kernel's end follows)
 // and for one that does not answer (before_kernel: claim_receives, which also
 // keeps the peer's end-of-stream record; a ring that fails validation there
-// keeps nothing). False, with nothing kept and the place as it was published,
-// on a short read or no memory.
+// keeps nothing). `only_ended`: kept only when the writer's end-of-stream
+// record follows the bytes (a gone RDMA writer's last posted writes may never
+// have landed: without its record the stream may be cut, and bytes then EOF
+// would look complete). False, with nothing kept and the place as it was
+// published, on a short read or no memory.
 static bool keep_ring_rest(ring::RingReader& rd, RingControl& rc, uint64_t inode, size_t left, leftover::Order order,
-                           bool* fin = nullptr) {
+                           bool* fin = nullptr, bool only_ended = false) {
     const bool first = order == leftover::Order::before_kernel;
+    const bool look_past = first || only_ended;
     std::vector<uint8_t> bytes(left);
     size_t got = 0;
     ring::RingStatus end = ring::RingStatus::would_block;
     for (;;) {
         // Gone: the `left` bytes are all (the kernel's end follows). Claimed:
         // one look past them too, for the peer's end-of-stream record.
-        if (!first && got == left) break;
+        if (!look_past && got == left) break;
         auto r = rd.read(bytes.data() + got, left - got);
         got += r.bytes;
         if (r.fault) break;
@@ -71,12 +75,12 @@ static bool keep_ring_rest(ring::RingReader& rd, RingControl& rc, uint64_t inode
             end = r.status;
             break;
         }
-        if (!first && r.status != ring::RingStatus::ok) break;
+        if (!look_past && r.status != ring::RingStatus::ok) break;
     }
-    const bool ended = first && end == ring::RingStatus::eof;
+    const bool ended = look_past && end == ring::RingStatus::eof;
     if (fin) *fin = ended;
-    if (got != left || (first && end == ring::RingStatus::broken) ||
-        ((left > 0 || ended) && !leftover::keep(inode, bytes.data(), left, order, ended)))
+    if (got != left || (look_past && end == ring::RingStatus::broken) || (only_ended && !ended) ||
+        ((left > 0 || (first && ended)) && !leftover::keep(inode, bytes.data(), left, order, first && ended)))
         return false;
     rc.read_pos.store(rd.consumed(), std::memory_order_release);
     rc.read_partial.store(rd.partial(), std::memory_order_release);
@@ -449,6 +453,25 @@ bool Connection::claim_receives() {
     return true;
 }
 
+bool Connection::keep_what_the_gone_peer_left(const char* when, bool only_ended) {
+    auto* rc = transport_->rx_control();
+    // (Not read_mu_: a reader of ours may sleep holding it, waiting for this.)
+    if (!lock_busy(rc->reader_busy)) return false;
+    ring::RingReader& rd = transport_->reader();
+    rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+    const size_t left = rd.readable_bytes();
+    // Nobody can put them on the TCP socket again: we take them ourselves,
+    // for whoever reads the socket next (leftover.hpp).
+    const bool kept = left == 0 || keep_ring_rest(rd, *rc, socket_inode(), left, leftover::Order::at_kernel_end, nullptr, only_ended);
+    if (kept && left > 0)
+        RS_LOG(info, "fd %d: the peer's socket ended %s; its %zu unread ring bytes are kept for the socket's next reader", fd_,
+               when, left);
+    rc->back_state.store(kBack, std::memory_order_seq_cst);
+    downgrade::unlock(rc->reader_busy);
+    if (!kept) reset_for_unread(left, when);
+    return true;
+}
+
 // The peer's part, then the switch.
 bool Connection::finish_hand_over(const char* why, Unread unread) {
     cancel::Shield shield;
@@ -467,21 +490,8 @@ bool Connection::finish_hand_over(const char* why, Unread unread) {
             if (state(*rc) == kBack) break;
             if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
                 // The peer's socket ended without its part: a peer that closes
-                // serves the take-back first, so it died. What is left in the
-                // ring has nobody to send it again.
-                // (Not read_mu_: a reader of ours may sleep holding it, waiting for this.)
-                if (!lock_busy(rc->reader_busy)) return false;
-                ring::RingReader& rd = transport_->reader();
-                rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
-                const size_t left = rd.readable_bytes();
-                // Nobody can put them on the TCP socket again: we take them
-                // ourselves, for whoever reads the socket next (leftover.hpp).
-                const bool kept = left == 0 || keep_ring_rest(rd, *rc, socket_inode(), left, leftover::Order::at_kernel_end);
-                if (kept && left > 0)
-                    RS_LOG(info, "the peer's socket ended before it took back; its %zu unread ring bytes are kept for the socket's next reader", left);
-                rc->back_state.store(kBack, std::memory_order_seq_cst);
-                downgrade::unlock(rc->reader_busy);
-                if (!kept) reset_for_unread(left, "before it took back its unread bytes");
+                // serves the take-back first, so it died.
+                if (!keep_what_the_gone_peer_left("before it took back its unread bytes")) return false;
                 break;
             }
             if (now_us() >= next_note) {

@@ -150,6 +150,11 @@ bool Connection::hand_over_in_band(const char* why) {
     }
     RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);
     handing_over_.store(true, std::memory_order_seq_cst);
+    // An in-band peer's kernel FIN comes with its close (drain_locked): with
+    // nothing before it, the peer sent no marker and will answer none, ours
+    // would only draw its kernel's RST, and what it wrote is in our ring.
+    if (!marker_out() && !peer_reset_.load() && kernel_inq(fd_) == 0 && (tcp_events(POLLRDHUP) & (POLLRDHUP | POLLHUP)))
+        peer_closed_.store(true);
     if (can_go_back()) send_marker();
     auto* rc = transport_->rx_control();
     auto* tc = transport_->tx_control();
@@ -170,19 +175,26 @@ bool Connection::hand_over_in_band(const char* why) {
         if (peer_reset_.load()) return false;
         if (state(*rc) != kBack && (peer_closed_.load() || !marker_out())) {
             // The peer's socket ended before its marker: nobody will send what
-            // its ring still holds for us again.
+            // its ring still holds for us again. We keep it for the socket's
+            // next reader, before the kernel's end (its EOF, or the RST our
+            // marker drew), as TCP would still deliver it: when its end-of-
+            // stream record says nothing is missing (its close flushed every
+            // write); else the connection resets, as before.
             // (The ring of a forked copy may be absent: MADV_DONTFORK.)
-            size_t left = 0;
-            if (owned_by_this_process() && lock_busy(rc->reader_busy)) {  // readable_bytes wants the readers' exclusion
-                left = transport_->reader().readable_bytes();
-                downgrade::unlock(rc->reader_busy);
-            }
-            if (left == 0) {
-                RS_LOG(info, "fd %d: the peer's socket closed before it answered the way back; nothing of its was unread", fd_);
+            if (!owned_by_this_process()) {
+                RS_LOG(info, "fd %d: the peer's socket closed before it answered the way back; its ring is not this process's", fd_);
                 return false;
             }
-            reset_for_unread(left, "before it answered the way back");
-            return false;
+            if (!keep_what_the_gone_peer_left("before it answered the way back", true) || phase() != Phase::upgraded ||
+                peer_reset_.load())
+                return false;
+            // Our sends: nobody reads them any more; the kernel answers the next one.
+            if (lock_busy(tc->writer_busy)) {
+                tc->back_state.store(kBack, std::memory_order_seq_cst);
+                downgrade::unlock(tc->writer_busy);
+            }
+            finish_downgrade();
+            return phase() == Phase::plain;
         }
         if (state(*rc) != kBack) {
             // The peer's marker comes at its next look at the connection.

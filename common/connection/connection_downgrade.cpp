@@ -65,9 +65,18 @@ static bool keep_ring_rest(ring::RingReader& rd, RingControl& rc, uint64_t inode
     size_t got = 0;
     ring::RingStatus end = ring::RingStatus::would_block;
     for (;;) {
-        // Gone: the `left` bytes are all (the kernel's end follows). Claimed:
-        // one look past them too, for the peer's end-of-stream record.
-        if (!look_past && got == left) break;
+        if (got == left) {
+            // Gone: the `left` bytes are all (the kernel's end follows). Claimed,
+            // or only_ended: one look past them too, for the peer's end-of-stream
+            // record. A peek: a read of 0 bytes looks at no record, and a read of
+            // more would take bytes the buffer has no room for.
+            if (look_past) {
+                uint8_t b;
+                auto r = rd.peek(&b, 1);
+                end = r.bytes == 0 ? r.status : ring::RingStatus::ok;
+            }
+            break;
+        }
         auto r = rd.read(bytes.data() + got, left - got);
         got += r.bytes;
         if (r.fault) break;
@@ -75,7 +84,6 @@ static bool keep_ring_rest(ring::RingReader& rd, RingControl& rc, uint64_t inode
             end = r.status;
             break;
         }
-        if (!look_past && r.status != ring::RingStatus::ok) break;
     }
     const bool ended = look_past && end == ring::RingStatus::eof;
     if (fin) *fin = ended;

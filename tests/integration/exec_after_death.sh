@@ -4,7 +4,8 @@
 # hands the connection back to TCP at the exec, and the peer is no longer there to send its
 # unread ring bytes again: the receiver keeps them beside the socket for the exec'd program
 # (common/shm/leftover.hpp), which reads them all, then EOF (until 2026-11-27 it read 0 bytes, then
-# EOF; until issue 36, ECONNRESET). tests/rdma/exec_after_death.sh: over rdma (still an error there).
+# EOF; until issue 36, ECONNRESET). tests/rdma/exec_after_death.sh: over rdma (every byte, then EOF
+# after a clean close; an error after an exit without one).
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d="$IT_TMP"

@@ -162,15 +162,32 @@ TEST_CASE("the side channel carries fds and the sender's kernel-checked credenti
     close(pipefd[0]), close(pipefd[1]), close(sv[0]), close(sv[1]);
 }
 
+// A client's side channel (sv[1]) and the server's end (sv[0]), with the
+// server's doorbell pair, whose ring end CONFIRM carries.
+namespace {
+struct ConfirmChannel {
+    int sv[2] = {-1, -1};
+    int sleep_end = -1, ring_end = -1;
+    const uint8_t tag = ShmTransport::kConfirmTag;
+    ConfirmChannel() {
+        REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+        REQUIRE(shm_doorbell::create(sleep_end, ring_end));
+    }
+    ~ConfirmChannel() {
+        for (int fd : {sv[0], sv[1], sleep_end, ring_end})
+            if (fd >= 0) close(fd);
+    }
+    bool send_confirm() { return side_channel::send(sv[0], &tag, 1, &ring_end, 1); }
+};
+}  // namespace
+
 TEST_CASE("CONFIRM's doorbell reaches a parent and the child it forked before CONFIRM came") {
     // The client's channel is shared by a process and its child forked during
     // the rendezvous: whichever reads CONFIRM first must leave it for the other
     // (a child without the server's doorbell woke nobody: mt_fuzz hung).
-    int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    int sleep_end = -1, ring_end = -1;
-    REQUIRE(shm_doorbell::create(sleep_end, ring_end));
-    const uint8_t tag = ShmTransport::kConfirmTag;
+    ConfirmChannel ch;
+    int (&sv)[2] = ch.sv;
+    const uint8_t tag = ch.tag;
     int got = -1;
     CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got, true) == shm_doorbell::Confirm::waiting);
     int go[2];
@@ -185,32 +202,29 @@ TEST_CASE("CONFIRM's doorbell reaches a parent and the child it forked before CO
         _exit(ok ? 0 : 1);
     }
     REQUIRE(child > 0);
-    REQUIRE(side_channel::send(sv[0], &tag, 1, &ring_end, 1));
+    REQUIRE(ch.send_confirm());
     CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got, true) == shm_doorbell::Confirm::done);
     CHECK(shm_doorbell::is_ring_end(got));
     close(sv[1]);  // the parent is done with the channel, as take_confirm is
+    sv[1] = -1;
     REQUIRE(write(go[1], "g", 1) == 1);
     int status = 0;
     REQUIRE(waitpid(child, &status, 0) == child);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
-    close(got), close(sv[0]), close(sleep_end), close(ring_end), close(go[0]), close(go[1]);
+    close(got), close(go[0]), close(go[1]);
 }
 
 TEST_CASE("CONFIRM is taken from a channel no other process holds: its close queues nothing for fd_reaper") {
-    int sv[2];
-    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    int sleep_end = -1, ring_end = -1;
-    REQUIRE(shm_doorbell::create(sleep_end, ring_end));
-    const uint8_t tag = ShmTransport::kConfirmTag;
-    REQUIRE(side_channel::send(sv[0], &tag, 1, &ring_end, 1));
+    ConfirmChannel ch;
+    REQUIRE(ch.send_confirm());
     int got = -1;
-    CHECK(shm_doorbell::receive_ring_end(sv[1], tag, got) == shm_doorbell::Confirm::done);
+    CHECK(shm_doorbell::receive_ring_end(ch.sv[1], ch.tag, got) == shm_doorbell::Confirm::done);
     CHECK(shm_doorbell::is_ring_end(got));
     int queued = -1;
-    REQUIRE(ioctl(sv[1], SIOCINQ, &queued) == 0);
+    REQUIRE(ioctl(ch.sv[1], SIOCINQ, &queued) == 0);
     CHECK(queued == 0);
-    close(got), close(sv[0]), close(sv[1]), close(sleep_end), close(ring_end);
+    close(got);
 }
 
 TEST_CASE("a file a peer handed over is closed in place only when its close cannot block") {

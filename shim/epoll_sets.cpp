@@ -276,6 +276,15 @@ void warm(EpollSet& set, Interest& in, bool relist) {
     if (relist) list(set, in);
 }
 
+// The set's bell rang: a member changed phase. A cold one sleeps on what its
+// old phase reports (in band: TCP's readiness, no doorbell), so the new phase
+// would reach it never; warmed, the scan looks at it under the new phase and
+// registers its doorbell before the set sleeps again.
+void warm_phase_watchers(EpollSet& set) {
+    for (auto& [fd, in] : set.fds)
+        if (in.cold && in.bell_watched) warm(set, in, true);
+}
+
 enum class Cool { cold, ready, armed, in_flight };
 
 // An arm held for one sleep only (the interest stays hot).
@@ -612,6 +621,7 @@ struct EpollWait {
                 // A member changed phase: the scan below (under the lock we hold)
                 // brings its kernel registration in line.
                 bell::drain(set.bell_fd);
+                warm_phase_watchers(set);
                 continue;
             }
             if (tag == kNestTag) {

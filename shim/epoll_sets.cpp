@@ -299,8 +299,13 @@ struct SleepArm {
 // armed: it stays hot but armed for the sleep about to begin (*held; the caller
 // settles it afterwards), because another thread owns its doorbell drain or
 // something no doorbell reports must be looked at within *cap_us.
+// A cold member whose phase may still move watches the set's bell first (every
+// way to cold passes here: a wait's arm, an idle retire, an expose), so a move
+// after the phase read below rings it; one that cannot have the bell is looked
+// at again after a nap.
 Cool cool(EpollSet& set, int epfd, int fd, Interest& in, SleepArm* held, int64_t* cap_us) {
     Connection& c = *in.sock->conn;
+    const bool no_bell = watch_phase(set, in) == Watch::failed;
     const Phase ph = c.phase();
     const short want = static_cast<short>(in.events & kReadiness);
     bool may_sleep = true;
@@ -316,6 +321,7 @@ Cool cool(EpollSet& set, int epfd, int fd, Interest& in, SleepArm* held, int64_t
     if (ring_events(in, &kev, false) || c.phase() != ph || !ring_driven(in)) return undo(), Cool::ready;
     sync_kernel(epfd, fd, in, kev);
     *cap_us = c.max_sleep_us(want);
+    if (no_bell) *cap_us = *cap_us < 0 ? wait::kNapUs : std::min(*cap_us, wait::kNapUs);
     if (d == Connection::Drain::busy || *cap_us >= 0) {
         *held = {in.sock, token, d, ph};
         return Cool::armed;

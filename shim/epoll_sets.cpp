@@ -23,6 +23,7 @@
 #include "wait/wait_engine.hpp"
 #include "sys/own_fd.hpp"
 #include "shm/leftover.hpp"
+#include "base/scratch.hpp"
 
 namespace rdmasock::shim {
 
@@ -581,13 +582,13 @@ struct EpollWait {
     int64_t timeout_us;
     const sigset_t* mask;
     std::unique_lock<std::mutex> lk;  // released only while asleep in the kernel
-    std::vector<epoll_event> k;
+    std::vector<epoll_event>& k;
+    std::vector<SleepArm>& sleep_arms;  // hot interests armed for the coming sleep
     int fresh = -1;        // events the sleep returned, not yet taken
     bool ready_seen = false;  // the kernel reported this set's own eventfd (expose)
     bool first = true;
     bool readied = false;  // the arm found an interest ready
     int64_t start;
-    std::vector<SleepArm> sleep_arms;  // hot interests armed for the coming sleep
     uint64_t call = 0;  // this answer's number (EpollSet::calls)
 
     // An interest's events into the answer: its own entry, or merged into the one
@@ -864,7 +865,9 @@ int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int max) 
 int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int timeout_ms, const sigset_t* mask,
                     std::vector<epoll_event>& k, int pending) {
     const int64_t timeout_us = timeout_ms < 0 ? -1 : static_cast<int64_t>(timeout_ms) * 1000;
-    EpollWait w{epfd, set, out, max, timeout_us, mask, std::unique_lock<std::mutex>(set.mu), std::move(k)};
+    struct ArmsUse;
+    Scratch<SleepArm, ArmsUse> arms;
+    EpollWait w{epfd, set, out, max, timeout_us, mask, std::unique_lock<std::mutex>(set.mu), k, *arms};
     w.start = wait::now_us();
     if (pending > 0) w.fresh = pending;
     // A cancellation point (thread_cancel.hpp); a set the kernel answers alone
@@ -1034,7 +1037,10 @@ int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const s
         return mask ? real::calls().epoll_pwait(epfd, k, nk, ms, mask) : real::calls().epoll_wait(epfd, k, nk, ms);
     };
     if (!set || max <= 0) return kernel_wait(out, max, timeout_ms);
-    std::vector<epoll_event> k(static_cast<size_t>(max));
+    struct KernelUse;
+    Scratch<epoll_event, KernelUse> scratch;
+    std::vector<epoll_event>& k = *scratch;
+    k.resize(static_cast<size_t>(max));
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);
         prune(*set);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "base/scratch.hpp"
 #include "errno_keep.hpp"
 #include "poll_engine.hpp"
 #include "real_calls.hpp"
@@ -20,8 +21,12 @@ int64_t to_us(const timespec* ts) {
 }
 
 // select's fd_sets as a pollfd array, run through the engine, and back.
+struct SelectUse;
+struct SelectLookUse;
+
 int select_via_poll(int nfds, fd_set* r, fd_set* w, fd_set* x, int64_t timeout_us, const sigset_t* mask) {
-    std::vector<pollfd> p;
+    Scratch<pollfd, SelectUse> scratch;
+    std::vector<pollfd>& p = *scratch;
     for (int fd = 0; fd < nfds; ++fd) {
         short ev = 0;
         if (r && FD_ISSET(fd, r)) ev |= POLLIN;
@@ -49,7 +54,8 @@ int select_via_poll(int nfds, fd_set* r, fd_set* w, fd_set* x, int64_t timeout_u
 }
 
 bool select_has_shimmed(int nfds, fd_set* r, fd_set* w) {
-    std::vector<pollfd> p;
+    Scratch<pollfd, SelectLookUse> scratch;
+    std::vector<pollfd>& p = *scratch;
     for (int fd = 0; fd < nfds && fd < FD_SETSIZE; ++fd)
         if ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w))) p.push_back({fd, 0, 0});
     return shim::any_shimmed(p.data(), p.size());

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "base/scratch.hpp"
 #include "epoll_sets.hpp"
 #include "shm/leftover.hpp"
 #include "sys/interruptible_sleep.hpp"
@@ -42,10 +43,10 @@ struct PollWait {
     pollfd* fds;
     nfds_t n;
     const sigset_t* mask;
-    std::vector<Tracked> t;
-    std::vector<int> sets;  // emulated epoll sets among the fds: exposed before the kernel looks
+    std::vector<Tracked>& t;
+    std::vector<int>& sets;  // emulated epoll sets among the fds: exposed before the kernel looks
+    std::vector<pollfd>& k;
     bool sets_ready = false;
-    std::vector<pollfd> k;
     // The revents in k are those of the sleep that just returned: the kernel's
     // answer is current, and a wake-up then costs one poll less.
     bool kernel_fresh = false;
@@ -228,7 +229,13 @@ int poll_engine_rings(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t*
     // report it ready where TCP's says EINTR (signal_seen.hpp). First, so that
     // they run once everything below has let go.
     signals::DeferHandlers held;
-    PollWait w{fds, n, mask};
+    struct TrackedUse;
+    struct SetsUse;
+    struct KernelUse;
+    Scratch<Tracked, TrackedUse> t;
+    Scratch<int, SetsUse> sets;
+    Scratch<pollfd, KernelUse> k;
+    PollWait w{fds, n, mask, *t, *sets, *k};
     for (nfds_t i = 0; i < n; ++i) {
         if (fds[i].fd < 0) continue;
         if (!fd_table().contains(fds[i].fd)) {

@@ -13,6 +13,8 @@
 // stats say transport=shm), ring (the framed ring over shared memory, no socket
 // layer), line (two processes bouncing one cache line: the floor), eventfd (two
 // processes waking each other through eventfds: the floor of a sleeping wait).
+// PINGPONG_WAIT=poll or epoll: tcp, unix and shm wait in poll() or epoll_wait()
+// before each read, as libpq or an event loop does (default: the read waits).
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 

@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -149,9 +151,46 @@ inline void full_write(int fd, const void* p, size_t n) {
     }
 }
 
+// PINGPONG_WAIT=poll: every read waits in poll() first, as libpq does
+// (pqSocketPoll); epoll: in epoll_wait on a set holding the socket, as an event
+// loop does. Unset: the read itself waits.
+enum class WaitBy { read, poll, epoll };
+inline WaitBy wait_by() {
+    static const WaitBy w = [] {
+        const char* e = std::getenv("PINGPONG_WAIT");
+        if (!e || !*e || std::strcmp(e, "read") == 0) return WaitBy::read;
+        if (std::strcmp(e, "poll") == 0) return WaitBy::poll;
+        if (std::strcmp(e, "epoll") == 0) return WaitBy::epoll;
+        std::fprintf(stderr, "PINGPONG_WAIT=%s: expected read, poll or epoll\n", e);
+        std::exit(2);
+    }();
+    return w;
+}
+
+inline void wait_readable(int fd) {
+    if (wait_by() == WaitBy::poll) {
+        pollfd p{fd, POLLIN, 0};
+        while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+        }
+        return;
+    }
+    static int ep = -1, ep_fd = -1;  // one connection per process in every mode
+    if (ep_fd != fd) {
+        if (ep < 0) ep = epoll_create1(EPOLL_CLOEXEC);
+        epoll_event ev{EPOLLIN, {}};
+        ev.data.fd = fd;
+        if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) die("epoll");
+        ep_fd = fd;
+    }
+    epoll_event got;
+    while (epoll_wait(ep, &got, 1, -1) < 0 && errno == EINTR) {
+    }
+}
+
 inline bool full_read(int fd, void* p, size_t n) {
     auto* b = static_cast<uint8_t*>(p);
     while (n > 0) {
+        if (wait_by() != WaitBy::read) wait_readable(fd);
         ssize_t r = ::read(fd, b, n);
         if (r == 0) return false;
         if (r < 0 && errno == EINTR) continue;

@@ -726,12 +726,13 @@ struct EpollWait {
     // Sets registered in this one: their fds must read true in our kernel half.
     Exposed expose_inner() { return expose_sets_inside(set, 1); }
 
-    int check() {
+    int check(bool kernel_too) {
         int nk = fresh;
         fresh = -1;
         if (nk < 0) {
-            // An all-cold set: the sleep that follows asks the kernel anyway.
-            if (first && set.watch.empty() && set.nested.empty() && timeout_us != 0) nk = 0;
+            // An all-cold set: the sleep that follows asks the kernel anyway. Right
+            // after a spin found a member ready, the rings answer alone (wait_engine.hpp).
+            if ((first && set.watch.empty() && set.nested.empty() && timeout_us != 0) || !kernel_too) nk = 0;
             else expose_inner(), nk = kernel_wait(k.data(), max, 0);
             if (nk < 0) return -1;
         }

@@ -72,14 +72,17 @@ struct PollWait {
         for (auto& e : t) k[e.idx].events = e.kernel_events;
     }
 
-    // Rings plus the kernel's answer; writes revents and returns the count.
-    int check() {
+    // Rings plus the kernel's answer (without kernel_too: nothing from the
+    // kernel, wait_engine.hpp); writes revents and returns the count.
+    int check(bool kernel_too) {
         evaluate_rings();
-        if (!kernel_fresh) {
+        if (!kernel_fresh && kernel_too) {
             for (int fd : sets) expose_set(fd);
             kernel_request();
             int rc = real::calls().poll(k.data(), n, 0);
             if (rc < 0) return rc;
+        } else if (!kernel_fresh) {
+            for (nfds_t i = 0; i < n; ++i) k[i].revents = 0;
         }
         kernel_fresh = false;
         for (nfds_t i = 0; i < n; ++i) fds[i].revents = k[i].revents;

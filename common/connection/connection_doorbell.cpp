@@ -185,7 +185,7 @@ struct Connection::Sleeper {
     int bell = -1;                   // this thread's, registered while the phase may change (phase_bell.hpp)
     bool bell_rang = false;
 
-    int check() { return ready() ? 1 : 0; }
+    int check(bool /*kernel_too*/) { return ready() ? 1 : 0; }
     bool peek() { return ready(); }
     uint32_t spin_budget_us() { return c.spin_.budget_us(); }
     bool learns() { return c.spin_.learns(); }

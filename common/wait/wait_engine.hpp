@@ -20,8 +20,16 @@
 // arm ends the wait with EINTR as the kernel's sleep would (signal_seen.hpp);
 // the sleep itself is entered only if none ran (interruptible_sleep.hpp).
 //
+// The kernel is asked once per look, except right after a spin that found ring
+// readiness: it was asked when this wait began (or its sleep just answered),
+// and anything it gained during the spin (at most the spin budget) raced the
+// ring's bytes, where TCP would report whichever came first. So that look is
+// the rings' alone: a poll or epoll_wait that spun to its answer makes one
+// system call, not two (libvma's io_mux_call skips the OS the same way).
+//
 // A caller supplies Hooks (libvma's io_mux_call has the same shape):
-//   int      check();                   >0 ready (count), 0 not yet, <0 error with errno
+//   int      check(bool kernel_too);    >0 ready (count), 0 not yet, <0 error with errno;
+//                                       kernel_too false: the rings' readiness only
 //   bool     peek();                    ring-only readiness, no syscalls
 //   uint32_t spin_budget_us();
 //   Armed    arm();                     request doorbells, try to own their drains, cap the sleep
@@ -111,8 +119,10 @@ int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
     const int64_t start = timeout_us > 0 || budget > 0 || learns ? now_us() : 0;
     const int64_t spin_end = start + budget;
     bool first = true;  // the spin's first look needs no clock: start was just read
+    bool spun_ready = false;
     for (;;) {
-        int n = h.check();
+        int n = h.check(!spun_ready);
+        spun_ready = false;
         if (n < 0) return n;
         if (n > 0 || timeout_us == 0) {
             if (n > 0 && learns) h.learn(now_us() - start, false);
@@ -130,7 +140,10 @@ int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
         first = false;
         if (spin) {
             const Spun r = spin_until(h, spin_end, true, since);
-            if (r == Spun::ready) continue;
+            if (r == Spun::ready) {
+                spun_ready = true;
+                continue;
+            }
             if (r == Spun::signalled) return interrupted();
         }
 

@@ -28,6 +28,25 @@ struct Socket {
     std::atomic<bool> tcp_only_inherited{false};     // a socket option, which accepted sockets get too
     std::atomic<uint64_t> plain_tx{0}, plain_rx{0};  // bytes counted for statistics
     shim::StatSlotRef stat;            // its line in `rdmasock stat`
+    // The network namespace it was made in, when the shim saw where (socket()
+    // in a thread whose namespace is known, a listener's, accept()'s from its
+    // listener): its rendezvous need not ask the kernel (sys/netns.hpp). Written
+    // once a value is known; every value written is the same.
+    struct MadeIn {
+        std::atomic<ino_t> ino{0};
+        std::atomic<dev_t> dev{0};
+        std::atomic<bool> known{false};
+        void set(netns::Id id) {
+            if (!id.known) return;
+            ino.store(id.ino, std::memory_order_relaxed);
+            dev.store(id.dev, std::memory_order_relaxed);
+            known.store(true, std::memory_order_release);
+        }
+        netns::Id get() const {
+            if (!known.load(std::memory_order_acquire)) return {};
+            return {ino.load(std::memory_order_relaxed), dev.load(std::memory_order_relaxed), true};
+        }
+    } netns;
 
     // Calls in progress (x2) and bit 0 = the last fd closed. The socket is
     // released (release()) when both say so, as the kernel releases a socket

@@ -114,6 +114,7 @@ int socket(int domain, int type, int protocol) {
     if (fd >= 0 && is_tcp(domain, type, protocol)) {
         auto s = std::make_shared<Socket>();
         s->nonblocking = type & SOCK_NONBLOCK;
+        s->netns.set(netns::thread_id_if_read());  // socket(2) makes it in the caller's
         fd_table().put(fd, s);
         if (const char* why = shim::process_on_tcp_reason()) keep_on_tcp(*s, why, false);
     }
@@ -140,7 +141,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) {
             if (local && (cfg.transport == TransportChoice::automatic || cfg.transport == TransportChoice::shm)) {
                 // The side-channel name must exist before the server can look for it.
                 side = new_connection(fd, Role::client, s->nonblocking);
-                if (!side->start_rendezvous_client()) side.reset();
+                if (!side->start_rendezvous_client(s->netns.get())) side.reset();
             } else {
                 // Fault registry-miss: the first look misses (a listener that publishes just after it).
                 bool here = local && cfg.fault != "registry-miss" && registry::is_published(port);
@@ -196,6 +197,9 @@ int listen(int fd, int backlog) {
         errno = saved;
     }
     if (r == 0 && s) {
+        // Its connections are made in its namespace: asked once here, not at each accept.
+        if (!s->netns.get().known && shim::config().transport != TransportChoice::tcp)
+            s->netns.set(netns::socket_id(fd));
         s->listening = true;
         int saved = errno;
         publish(*s, fd);
@@ -211,6 +215,7 @@ static int accepted(int listen_fd, int fd, int flags) {
     if (l && l->listening) {
         auto s = std::make_shared<Socket>();
         s->nonblocking = flags & SOCK_NONBLOCK;
+        s->netns.set(l->netns.get());  // accept(2) makes it in the listener's
         s->conn = new_connection(fd, Role::server, s->nonblocking);
         s->conn->in_band_only_with_rdma();
         const TransportChoice t = shim::config().transport;
@@ -226,7 +231,7 @@ static int accepted(int listen_fd, int fd, int flags) {
             int saved = errno;
             if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) == 0 &&
                 registry::same_host(reinterpret_cast<sockaddr*>(&peer), plen))
-                s->conn->start_rendezvous_server();
+                s->conn->start_rendezvous_server(l->netns.get());
             errno = saved;
         }
         shim::stat_track(*s, fd);

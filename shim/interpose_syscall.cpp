@@ -17,6 +17,7 @@
 
 #include "epoll_sets.hpp"
 #include "fd_table.hpp"
+#include "sys/netns.hpp"
 #include "sys/own_fd.hpp"
 #include "sys/raw_syscall.hpp"
 #include "shim_state.hpp"
@@ -105,7 +106,9 @@ long syscall(long n, ...) noexcept {
         rdmasock::cancel::Shield shield;
         return through_interposer(n, a);
     }
-    return rdmasock::raw_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+    const long r = rdmasock::raw_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+    if (n == SYS_setns || n == SYS_unshare) rdmasock::netns::thread_moved();  // as interpose_netns.cpp
+    return r;
 }
 
 }  // extern "C"

@@ -180,13 +180,15 @@ static ShmRendezvous::Options rendezvous_options(const Config& c) {
     return o;
 }
 
-bool Connection::start_rendezvous_client() {
+bool Connection::start_rendezvous_client(netns::Id socket_ns) {
     // A listener now, a side channel and doorbells later (sys/fd_budget.hpp).
     if (!fd_budget::may_take(3, fd_)) {
         RS_LOG(info, "fd %d: the shim's share of file descriptors is in use; staying on tcp", fd_);
         return false;
     }
-    auto rv = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
+    auto o = rendezvous_options(config_);
+    o.socket_ns = socket_ns;
+    auto rv = std::make_unique<ShmRendezvous>(std::move(o));
     if (config_.fault == "client-listen" || !rv->client_listen(fd_)) return false;
     rv_ = std::move(rv);
     rv_since_us_ = wait::now_us();
@@ -219,8 +221,10 @@ bool Connection::forked_during_rendezvous() {
     return true;
 }
 
-void Connection::start_rendezvous_server() {
-    rv_ = std::make_unique<ShmRendezvous>(rendezvous_options(config_));
+void Connection::start_rendezvous_server(netns::Id socket_ns) {
+    auto o = rendezvous_options(config_);
+    o.socket_ns = socket_ns;
+    rv_ = std::make_unique<ShmRendezvous>(std::move(o));
     side_tried_ = true;
     start(Phase::rv_pending);
 }

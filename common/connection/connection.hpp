@@ -107,9 +107,9 @@ public:
     void note_not_offered(const char* why) { fallback_reason_ = why; }
     // Same host, side channel. Client: before the kernel connect (the name must
     // exist before the server can look for it); false leaves the phase alone.
-    bool start_rendezvous_client();
+    bool start_rendezvous_client(netns::Id socket_ns = {});
     // Server: at accept; the first I/O in whichever process performs it offers.
-    void start_rendezvous_server();
+    void start_rendezvous_server(netns::Id socket_ns = {});
     // Server: read the first bytes as a possible HELLO only where RDMA can run on
     // this host (RdmaDevice::host_may_have_rdma, looked at lazily, at the first
     // I/O): elsewhere no shimmed client sends one, and a plain client's first

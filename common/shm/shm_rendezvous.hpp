@@ -52,10 +52,11 @@ public:
         uint64_t ring_memory = UINT64_MAX;  // RDMASOCK_RING_MEMORY (memory_budget.hpp)
         bool same_user_only = false;
         std::string fault;  // RDMASOCK_FAULT (test-only)
+        netns::Id socket_ns;  // the TCP socket's namespace, if the shim saw where it was made
     };
     enum class Result { waiting, done, failed };
 
-    explicit ShmRendezvous(Options o) : opt_(std::move(o)) {}
+    explicit ShmRendezvous(Options o) : opt_(std::move(o)) { socket_ns_.learn(opt_.socket_ns); }
     ~ShmRendezvous();
     ShmRendezvous(const ShmRendezvous&) = delete;
     ShmRendezvous& operator=(const ShmRendezvous&) = delete;

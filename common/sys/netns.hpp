@@ -14,6 +14,21 @@
 
 namespace rdmasock::netns {
 
+// A network namespace, as stat() of its nsfs file names it.
+struct Id {
+    ino_t ino = 0;
+    dev_t dev = 0;
+    bool known = false;
+};
+
+// The calling thread's namespace when this thread has read it since it last
+// moved (one gettid, no other system call); unknown otherwise. A socket the
+// thread makes now is in it: socket(2) uses the caller's namespace.
+Id thread_id_if_read();
+// Socket fd's namespace, asked of the kernel (SIOCGSKNS: makes and closes a
+// file; needs CAP_NET_ADMIN in that namespace, else unknown). errno kept.
+Id socket_id(int fd);
+
 // One socket's namespace. A socket never changes namespace, so the kernel is
 // asked once (SIOCGSKNS makes a file each time: the costly half of a check);
 // the thread's side is read at every check, since any thread may move.
@@ -24,11 +39,21 @@ public:
     // namespace: without it, the thread's namespace must still be the one the
     // process had when the library loaded. errno kept.
     bool holds_thread(int fd, std::string& why);
+    // Where the socket was made, when the shim saw it made (socket() in a thread
+    // of known namespace, accept() on a listener of known namespace): the
+    // kernel need not be asked. Before the first holds_thread.
+    void learn(Id where);
+    // The socket's namespace as far as known (for the sockets accept makes from it).
+    Id id() const { return {ino_, dev_, known_ == Known::yes}; }
 
 private:
     enum class Known { not_asked, yes, refused } known_ = Known::not_asked;
     ino_t ino_ = 0;
     dev_t dev_ = 0;
 };
+
+// The calling thread may be in another network namespace now (it called setns
+// or unshare): the next check reads it again. Async-signal-safe.
+void thread_moved();
 
 }  // namespace rdmasock::netns

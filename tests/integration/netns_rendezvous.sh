@@ -7,7 +7,8 @@
 # and answers the server's OFFER with rings of its own (before the fix: the server CONFIRMed and
 # wrote root's stream into nobody's rings; the real client got nothing).
 # Required: the client's bytes equal plain TCP's, both stats lines say transport=tcp, the forger
-# gets no CONFIRM. Positive control: without unshare, the same pair reaches shm.
+# gets no CONFIRM. Again after the thread used a connection before it moved (libc's unshare, and
+# syscall(SYS_unshare)): the shim keeps the thread's namespace between checks. Positive control: without unshare, the same pair reaches shm.
 # Needs root (unshare, nsenter, setpriv); prints SKIP and passes otherwise.
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
@@ -49,6 +50,14 @@ grep -q "role=server transport=tcp" "$d/moved/server.err" || it_fail "moved: the
 grep -q "role=client transport=tcp" "$d/moved/client.err" || it_fail "moved: the client's connection did not stay on tcp"
 grep -q "^confirmed" "$d/moved/forger.out" && it_fail "moved: the server CONFIRMed nobody's look-alike (nobody would read root's stream)"
 grep -q "namespace" "$d/moved/server.err" || it_fail "moved: the server's log gives no namespace reason"
+# The same after the serving thread used a connection of its own (its namespace checked, and
+# remembered) before it moved: by libc's unshare, and by syscall(SYS_unshare).
+for how in warm-unshare warm-syscall; do
+    run "$how" yes "$how" yes
+    cmp -s "$d/plain/client.out" "$d/$how/client.out" || it_fail "$how: the client's bytes differ from plain TCP's: $(cat "$d/$how/client.out")"
+    grep -q "role=server transport=tcp.*namespace" "$d/$how/server.err" || it_fail "$how: the server's connection did not stay on tcp for the namespace"
+    grep -q "^confirmed" "$d/$how/forger.out" && it_fail "$how: the server CONFIRMed nobody's look-alike"
+done
 run control yes stay no
 cmp -s "$d/plain/client.out" "$d/control/client.out" || it_fail "control: the client's bytes differ from plain TCP's"
 grep -q "role=server transport=shm" "$d/control/server.err" || it_fail "control: the server's connection did not reach shm"

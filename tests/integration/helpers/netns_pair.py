@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Server and client for tests/integration/netns_rendezvous.sh (issue 38 item 4).
 
-  netns_pair.py server DIR unshare|stay   listens on 127.0.0.1 (port to DIR/port, pid to DIR/pid),
+  netns_pair.py server DIR unshare|warm-unshare|warm-syscall|stay   listens on 127.0.0.1 (port to DIR/port, pid to DIR/pid),
         waits for DIR/go; `unshare`: moves its (only) thread to a new network namespace
         (unshare(CLONE_NEWNET), as container tools do) with loopback up, after the socket was
-        made; accepts, writes the client's port to DIR/cport, waits for DIR/go2, then echoes
+        made (`warm-*`: after a connection of its own made and used in that thread, then
+        moved by libc's unshare or by syscall(SYS_unshare)); accepts, writes the client's port to DIR/cport, waits for DIR/go2, then echoes
         everything until the client's EOF
   netns_pair.py client PORT DIR           connects, touches DIR/connected, sends 1 MiB while
         reading the echo; prints "ok <bytes> <sha256>"
@@ -29,6 +30,25 @@ def wait_file(p, secs=60):
     raise SystemExit(f"no {p}")
 
 
+CLONE_NEWNET = 0x40000000
+SYS_UNSHARE = 272  # x86-64
+
+
+def warm_up(ls):
+    """One connection to our own listener from this thread, both ends used, before the move:
+    the shim has checked (and may remember) this thread's namespace by then."""
+    a = socket.create_connection(ls.getsockname())
+    b, _ = ls.accept()
+    a.sendall(b"w")
+    if b.recv(1) != b"w":
+        raise SystemExit("warm-up: wrong byte")
+    b.sendall(b"w")
+    if a.recv(1) != b"w":
+        raise SystemExit("warm-up: wrong byte")
+    a.close()
+    b.close()
+
+
 def server(d, mode):
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
@@ -39,9 +59,12 @@ def server(d, mode):
         f.write(str(ls.getsockname()[1]))
     os.rename(d + "/port.tmp", d + "/port")
     wait_file(d + "/go")
-    if mode == "unshare":
+    if mode.startswith("warm-"):
+        warm_up(ls)
+    if mode != "stay":
         libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(0x40000000) != 0:
+        r = libc.syscall(SYS_UNSHARE, CLONE_NEWNET) if mode == "warm-syscall" else libc.unshare(CLONE_NEWNET)
+        if r != 0:
             raise SystemExit(f"unshare: {os.strerror(ctypes.get_errno())}")
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True, env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
     c, peer = ls.accept()

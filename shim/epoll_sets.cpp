@@ -322,7 +322,7 @@ Cool cool(EpollSet& set, int epfd, int fd, Interest& in, SleepArm* held, int64_t
     if (ring_events(in, &kev, false) || c.phase() != ph || !ring_driven(in)) return undo(), Cool::ready;
     sync_kernel(epfd, fd, in, kev);
     *cap_us = c.max_sleep_us(want);
-    if (no_bell) *cap_us = *cap_us < 0 ? wait::kNapUs : std::min(*cap_us, wait::kNapUs);
+    if (no_bell) *cap_us = wait::capped(*cap_us, wait::kNapUs);
     if (d == Connection::Drain::busy || *cap_us >= 0) {
         *held = {in.sock, token, d, ph};
         return Cool::armed;
@@ -781,7 +781,7 @@ struct EpollWait {
             if (in.listed) switch (watch_phase(set, in)) {
                 case Watch::none: break;
                 case Watch::added: readied = true; break;  // its phase may have moved since the scan
-                case Watch::failed: a.max_sleep_us = a.max_sleep_us < 0 ? wait::kNapUs : std::min(a.max_sleep_us, wait::kNapUs); break;
+                case Watch::failed: a.cap(wait::kNapUs); break;
             }
             if (!in.listed || !ring_driven(in)) continue;
             SleepArm held;
@@ -792,7 +792,7 @@ struct EpollWait {
                 case Cool::in_flight: a.may_sleep = false; break;
                 case Cool::armed:
                     a.all_owned &= held.drain != Connection::Drain::busy;
-                    if (cap >= 0) a.max_sleep_us = a.max_sleep_us < 0 ? cap : std::min(a.max_sleep_us, cap);
+                    if (cap >= 0) a.cap(cap);
                     sleep_arms.push_back(std::move(held));
                     break;
             }

@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "wait/wait_engine.hpp"  // wait::capped
+
 namespace rdmasock {
 struct Socket;
 }
@@ -36,7 +38,7 @@ namespace rdmasock::shim {
 struct Exposed {
     bool ready = false;         // a ring-driven member is ready now (the set's fd reads so)
     int64_t max_sleep_us = -1;  // >= 0: expose again by then (no doorbell reports something)
-    void cap(int64_t us) { max_sleep_us = max_sleep_us < 0 ? us : std::min(max_sleep_us, us); }
+    void cap(int64_t us) { max_sleep_us = wait::capped(max_sleep_us, us); }
     void merge(const Exposed& o) {
         ready |= o.ready;
         if (o.max_sleep_us >= 0) cap(o.max_sleep_us);

@@ -129,13 +129,13 @@ struct PollWait {
                 // Registered before changed() looks at the phase again (phase_bell.hpp).
                 if (bell < 0) bell = bell::thread_bell();
                 if (bell >= 0) e.sock->conn->watch_phase(bell), e.watching = true;
-                else a.max_sleep_us = a.max_sleep_us < 0 ? wait::kNapUs : std::min(a.max_sleep_us, wait::kNapUs);
+                else a.cap(wait::kNapUs);
             }
             e.token = e.sock->conn->arm(fds[e.idx].events, &a.may_sleep);
             e.drain = e.sock->conn->try_begin_sleep();
             a.all_owned &= e.drain != Connection::Drain::busy;
             if (int64_t cap = e.sock->conn->max_sleep_us(fds[e.idx].events); cap >= 0)
-                a.max_sleep_us = a.max_sleep_us < 0 ? cap : std::min(a.max_sleep_us, cap);
+                a.cap(cap);
         }
         return a;
     }

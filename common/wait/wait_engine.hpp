@@ -61,10 +61,14 @@ inline int64_t now_us() {
 
 inline void cpu_relax() { __builtin_ia32_pause(); }
 
+// A sleep limit in µs (-1: none) lowered to at most `us`.
+inline int64_t capped(int64_t limit_us, int64_t us) { return limit_us < 0 ? us : std::min(limit_us, us); }
+
 struct Armed {
     bool may_sleep = true;  // false: a transport saw progress in flight (RDMA), re-check instead
     bool all_owned = true;  // false: another thread drains some doorbell, so sleep in short naps
     int64_t max_sleep_us = -1;  // >= 0: something no doorbell reports must be looked at by then
+    void cap(int64_t us) { max_sleep_us = capped(max_sleep_us, us); }
 };
 
 // While another thread owns a doorbell's drain it may swallow the ring meant
@@ -153,9 +157,8 @@ int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
         int rc = 0;
         if (sleep_now) {
             int64_t nap = left;
-            auto cap = [&nap](int64_t us) { nap = nap < 0 ? us : std::min(nap, us); };
-            if (!a.all_owned) cap(kNapUs);
-            if (a.max_sleep_us >= 0) cap(a.max_sleep_us);
+            if (!a.all_owned) nap = capped(nap, kNapUs);
+            if (a.max_sleep_us >= 0) nap = capped(nap, a.max_sleep_us);
             rc = h.sleep(nap, since);
         }
         const int saved = errno;

@@ -29,9 +29,9 @@ Id thread_id_if_read();
 // file; needs CAP_NET_ADMIN in that namespace, else unknown). errno kept.
 Id socket_id(int fd);
 
-// One socket's namespace. A socket never changes namespace, so the kernel is
-// asked once (SIOCGSKNS makes a file each time: the costly half of a check);
-// the thread's side is read at every check, since any thread may move.
+// One socket's namespace. A socket never changes namespace, so it is learned
+// once (where the shim saw it made, else SIOCGSKNS); the thread's side is kept
+// per thread until that thread moves (thread_moved).
 class SocketNamespace {
 public:
     // True when the calling thread is in socket `fd`'s network namespace; else
@@ -43,8 +43,6 @@ public:
     // of known namespace, accept() on a listener of known namespace): the
     // kernel need not be asked. Before the first holds_thread.
     void learn(Id where);
-    // The socket's namespace as far as known (for the sockets accept makes from it).
-    Id id() const { return {ino_, dev_, known_ == Known::yes}; }
 
 private:
     enum class Known { not_asked, yes, refused } known_ = Known::not_asked;

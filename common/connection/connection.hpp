@@ -565,6 +565,7 @@ private:
     int64_t rv_since_us_ = 0;             // client: when it began waiting (steady clock)
     std::atomic<uint64_t> send_full_{0};
     std::string fallback_reason_;
+    std::string side_channel_why_;  // server: why the same-host rendezvous found no client (the in-band path's reason starts with it)
     SpinPolicy spin_;
     static inline std::atomic<uint64_t> local_epoch_{0};
 };

@@ -189,6 +189,8 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
         // Fault inband-anyway: the in-band parser under test on a host without RDMA.
         const bool anyway = config_.fault.find("inband-anyway") != std::string::npos;
         if (!anyway && !RdmaDevice::host_may_have_rdma(why)) {
+            // A client on this host that found no side channel: say that first.
+            if (!side_channel_why_.empty()) why = "same host: " + side_channel_why_ + "; in band: " + why;
             become_plain(why.c_str());
             return true;
         }

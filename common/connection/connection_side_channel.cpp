@@ -62,6 +62,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             // Another network namespace than the socket's: in-band offers are
             // declined too, and the reason is the statistics line's.
             if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
+            side_channel_why_ = rv_->why();  // the reason's first half if in band ends on TCP too
             rv_.reset();
             side_tried_ = false;
             // No side channel: the client may still speak in band (an RDMA HELLO, which

@@ -1040,8 +1040,7 @@ int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const s
     if (!set || max <= 0) return kernel_wait(out, max, timeout_ms);
     struct KernelUse;
     Scratch<epoll_event, KernelUse> scratch;
-    std::vector<epoll_event>& k = *scratch;
-    k.resize(static_cast<size_t>(max));
+    std::vector<epoll_event>& k = scratch.room(static_cast<size_t>(max));
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);
         prune(*set);

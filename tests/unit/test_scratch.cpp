@@ -54,3 +54,25 @@ TEST_CASE("each thread has its own scratch vector") {
     t.join();
     CHECK(theirs != &*mine);
 }
+
+namespace {
+struct UseRoom;
+}  // namespace
+
+TEST_CASE("room() keeps a buffer's elements from call to call: it is not zeroed again") {
+    {
+        Scratch<int, UseRoom> s;
+        std::vector<int>& v = s.room(1000);
+        REQUIRE(v.size() >= 1000);
+        v[999] = 42;  // as the kernel fills epoll events
+    }
+    Scratch<int, UseRoom> again;
+    std::vector<int>& v = again.room(500);  // a smaller call: nothing resized, nothing zeroed
+    CHECK(v.size() >= 1000);
+    CHECK(v[999] == 42);
+    {
+        Scratch<int, UseRoom> nested;  // in use: a nested call gets a buffer of its own
+        CHECK(nested.room(10).size() == 10);
+        CHECK(&nested.room(10) != &v);
+    }
+}

@@ -27,6 +27,8 @@ struct Tracked {
     short ready = 0;
     int token = 0;
     Connection::Drain drain = Connection::Drain::none;
+    Connection::News news = Connection::News::unknown;  // what the sleep said of its fds (end_sleep)
+    int wake_at = -1, self_at = -1;  // its doorbell's and self-wake's slots in the sleep's pollfds
     Phase phase = Phase::undecided;
     bool watching = false;  // this thread's bell is registered with it (phase_bell.hpp)
 };
@@ -151,20 +153,34 @@ struct PollWait {
         kernel_request();
         // Transports with their own doorbell (shm: a socket pair) are woken through it.
         for (auto& e : t) {
-            if (int w = e.sock->conn->wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
-            if (int w = e.sock->conn->self_wake_fd(); w >= 0) k.push_back({w, POLLIN, 0});
+            e.wake_at = e.self_at = -1;
+            if (int w = e.sock->conn->wake_fd(); w >= 0) e.wake_at = static_cast<int>(k.size()), k.push_back({w, POLLIN, 0});
+            if (int w = e.sock->conn->self_wake_fd(); w >= 0) e.self_at = static_cast<int>(k.size()), k.push_back({w, POLLIN, 0});
         }
         if (bell >= 0) k.push_back({bell, POLLIN, 0});
         int rc = sleep::poll(k.data(), static_cast<nfds_t>(k.size()), timeout_us, mask, since);
         bell_rang = rc > 0 && bell >= 0 && k.back().revents != 0;
+        note_news(rc);
         if (rc > 0)
             for (size_t i = n; i < k.size(); ++i) rc -= k[i].revents != 0;  // doorbells (and the bell) are not the app's events
         k.resize(n);
         return rc;
     }
+    // Which tracked connections the sleep reported (their socket, doorbell or
+    // self-wake): only those have anything to drain. An interrupted sleep
+    // (rc < 0) says nothing: their drains look first.
+    void note_news(int rc) {
+        for (auto& e : t) {
+            bool fired = k[e.idx].revents != 0;
+            if (e.wake_at >= 0) fired |= k[e.wake_at].revents != 0;
+            if (e.self_at >= 0) fired |= k[e.self_at].revents != 0;
+            e.news = rc < 0 ? Connection::News::unknown : fired ? Connection::News::some : Connection::News::none;
+        }
+    }
     void settle(int rc, bool slept) {
         for (auto& e : t) {
-            e.sock->conn->end_sleep(e.drain);
+            e.sock->conn->end_sleep(e.drain, slept ? e.news : Connection::News::unknown);
+            e.news = Connection::News::unknown;
             e.sock->conn->disarm(e.token);
             if (e.watching) e.sock->conn->unwatch_phase(bell), e.watching = false;
         }

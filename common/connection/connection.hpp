@@ -208,11 +208,16 @@ public:
     // connection armed) and release it from another thread.
     enum class Drain : uint8_t { none, owned, busy };  // none: no doorbell to drain
     Drain try_begin_sleep();
-    void end_sleep(Drain d);
+    // What the caller's kernel wait said of this connection's fds (its TCP
+    // socket, doorbell and self-wake): none (it slept and none fired: nothing
+    // to take, no system call), some (one fired: drain), unknown (no sleep, or
+    // an interrupted one: one poll says whether a drain has anything to take).
+    enum class News : uint8_t { none, some, unknown };
+    void end_sleep(Drain d, News n = News::unknown);
     // poll/select found the TCP socket readable or in error without sleeping:
     // take what it says (the peer's end, a reset, a marker) now; false when
     // another thread owns the drain, or before the rings carry the stream.
-    bool drain_socket_now() { return phase() == Phase::upgraded && transport_ && drain_if_free(); }
+    bool drain_socket_now() { return phase() == Phase::upgraded && transport_ && drain_if_free(News::some); }
 
     // Phase bells (phase_bell.hpp): a sleeper that began while the phase may
     // still change (a rendezvous, an in-band handshake: its wait set is not the
@@ -463,8 +468,11 @@ private:
     // The TCP socket ended with an error of its own (ETIMEDOUT...): reported once, as TCP does.
     void socket_failed(int err);
     // Takes the doorbells now (and a marker or EOF on the TCP socket) unless
-    // another thread owns the drain; false then.
-    bool drain_if_free();
+    // another thread owns the drain; false then. News::unknown looks first.
+    bool drain_if_free(News n = News::unknown);
+    // One poll of the TCP socket, doorbell and self-wake: whether a drain
+    // would find anything. Most looks find nothing; the drain costs two calls.
+    bool fds_have_news();
     // A sender's look at the TCP socket, at most once every kTcpLookCycles (ring_send).
     void look_at_socket_now_and_then();
     static constexpr uint64_t kTcpLookCycles = 2'000'000;  // ~1 ms at 2-3 GHz

@@ -151,11 +151,26 @@ void Connection::socket_failed(int err) {
     wake_local();
 }
 
-bool Connection::drain_if_free() {
+bool Connection::drain_if_free(News n) {
     if (!try_own_drain()) return false;
-    drain_locked();
+    if (n == News::some || (n == News::unknown && fds_have_news())) drain_locked();
     release_drain();
     return true;
+}
+
+// What drain_locked takes is announced on one of these three fds: a doorbell
+// or self-wake (readable), or the TCP socket's bytes, FIN, RST or error
+// (POLLIN, POLLRDHUP, POLLERR, POLLHUP; a retired number POLLNVAL). All level-
+// triggered: what a look leaves is still there for the next look or sleep,
+// so skipping the drain when none is ready loses nothing. (Over RDMA the
+// drain also reaps receive completions; the writer and the reader reap them
+// on their own paths, rdma_transport.cpp.)
+bool Connection::fds_have_news() {
+    pollfd p[3] = {{fd_, POLLIN | POLLRDHUP, 0}, {transport_->wake_fd(), POLLIN, 0}, {transport_->self_wake_fd(), POLLIN, 0}};
+    const int saved = errno;
+    const int n = ops_.poll(p, 3, 0);
+    errno = saved;
+    return n != 0;  // the poll's own failure: the drain meets and reports it
 }
 
 // A peer that died (its kernel's FIN, or RST where it left our bytes unread)
@@ -181,6 +196,7 @@ struct Connection::Sleeper {
     bool reader;
     bool owned = false;
     bool tcp_quiet = false;  // the last kernel wait saw only the doorbell
+    bool conn_news = false;  // it saw the socket, doorbell or self-wake (not only the bell)
     Phase phase = Phase::undecided;  // at the arm
     int bell = -1;                   // this thread's, registered while the phase may change (phase_bell.hpp)
     bool bell_rang = false;
@@ -218,14 +234,17 @@ struct Connection::Sleeper {
         int rc = sleep::poll(p, bell >= 0 ? 4 : p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, timeout_us, nullptr, since);
         // Only a doorbell fired: its drain need not look at the TCP socket.
         tcp_quiet = rc > 0 && p[1].fd >= 0 && p[0].revents == 0;
+        // Only the bell fired: nothing to drain (fds_have_news).
+        conn_news = rc > 0 && (p[0].revents | p[1].revents | p[2].revents) != 0;
         bell_rang = rc > 0 && bell >= 0 && p[3].revents != 0;
         return rc;
     }
-    void settle(int rc, bool) {
+    void settle(int, bool) {
         if (owned) {
-            if (rc > 0) c.drain_locked(!tcp_quiet);
+            if (conn_news) c.drain_locked(!tcp_quiet);
             c.release_drain();
         }
+        conn_news = false;
         c.disarm_side(reader);
         if (bell >= 0) {
             c.unwatch_phase(bell);
@@ -406,9 +425,9 @@ Connection::Drain Connection::try_begin_sleep() {
     return try_own_drain() ? Drain::owned : Drain::busy;
 }
 
-void Connection::end_sleep(Drain d) {
+void Connection::end_sleep(Drain d, News n) {
     if (d != Drain::owned) return;
-    if (has_rings(phase())) drain_locked();
+    if (has_rings(phase()) && (n == News::some || (n == News::unknown && fds_have_news()))) drain_locked();
     release_drain();
 }
 

@@ -48,16 +48,35 @@ void set_mark(int fd, bool on) {
 // Three quarters of the soft fd limit, at most 4096: above what a program with
 // ordinary needs opens, and small enough that the kernel's fd table (copied at
 // every fork) stays a few pages.
-int high_base() {
+int high_base_now() {
     rlimit rl{};
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur <= 64) return 0;
     const rlim_t q = rl.rlim_cur == RLIM_INFINITY ? 4096 : rl.rlim_cur / 4 * 3;
     return static_cast<int>(std::min<rlim_t>(q, 4096));
 }
 
+// The limit is asked once every kBaseAsks adoptions, not at each (a short
+// connection adopts three or four fds): a program that changes its limit is
+// seen soon, and a base above a lowered limit fails the dup (EINVAL), which
+// asks again at once. -1: not asked yet.
+constexpr unsigned kBaseAsks = 64;
+std::atomic<int> g_base{-1};
+std::atomic<unsigned> g_base_uses{0};
+
+int high_base() {
+    int b = g_base.load(std::memory_order_relaxed);
+    if (b < 0 || g_base_uses.fetch_add(1, std::memory_order_relaxed) % kBaseAsks == 0)
+        g_base.store(b = high_base_now(), std::memory_order_relaxed);
+    return b;
+}
+
 int dup_high(int fd) {
-    const int base = high_base();
+    int base = high_base();
     int d = static_cast<int>(raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base));
+    if (d < 0 && errno == EINVAL && base > 0) {  // the limit fell below the kept base
+        g_base.store(base = high_base_now(), std::memory_order_relaxed);
+        d = static_cast<int>(raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base));
+    }
     if (d < 0 && base > 0) d = static_cast<int>(raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));
     return d;
 }

@@ -970,21 +970,44 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
         return -1;
     }
     std::lock_guard<std::mutex> lk(set->mu);
-    epoll_event kev{ev->events, {}};
-    kev.data.u64 = kTag | static_cast<uint64_t>(fd);
-    int r = real::calls().epoll_ctl(epfd, op, fd, &kev);
-    if (r != 0) return r;
+    auto old = set->fds.find(fd);
+    // A ring-driven connection's kernel registration holds our events (its FIN,
+    // sync_kernel), not the program's: an ADD registers those at once, and a
+    // MOD of one the kernel already holds so is the program's to keep, with no
+    // system call unless what we want from the kernel changes (sync_kernel
+    // below). Event loops that move a socket between read and write interest
+    // at every request (redis's ae) paid two calls of ours per change.
+    // EPOLLEXCLUSIVE goes to the kernel as given: it judges those (EINVAL).
+    const bool exclusive = (ev->events & EPOLLEXCLUSIVE) || (old != set->fds.end() && (old->second.events & EPOLLEXCLUSIVE));
+    const bool ours_kept = op == EPOLL_CTL_MOD && !exclusive && old != set->fds.end() && old->second.ring_driven &&
+                           !old->second.inherited && ring_driven(old->second);
+    uint32_t kernel_events = ev->events;
+    bool rd = false;
+    if (op == EPOLL_CTL_ADD && !exclusive && sock->conn && !sock->conn->kernel_driven()) {
+        short k = 0;
+        sock->conn->ready_events(static_cast<short>(ev->events & kReadiness), &k);
+        kernel_events = static_cast<uint16_t>(k);
+        rd = true;
+    }
+    if (!ours_kept) {
+        epoll_event kev{kernel_events, {}};
+        kev.data.u64 = kTag | static_cast<uint64_t>(fd);
+        if (int r = real::calls().epoll_ctl(epfd, op, fd, &kev); r != 0) return r;
+    }
     Interest in;
     in.sock = sock;
     in.events = ev->events;
     in.data = ev->data;
-    in.kernel_events = ev->events;
+    in.kernel_events = kernel_events;
+    in.ring_driven = rd;
     in.fd = fd;
     in.id = set->next_id++;
-    if (auto it = set->fds.find(fd); it != set->fds.end()) {  // MOD: a fresh look, same eventfd registration
-        warm(*set, it->second, false);
-        unwatch_phase(*set, it->second);
-        in.wake_fd = it->second.wake_fd;
+    if (old != set->fds.end()) {  // MOD: a fresh look, same eventfd registration
+        warm(*set, old->second, false);
+        unwatch_phase(*set, old->second);
+        in.wake_fd = old->second.wake_fd;
+        in.wake_gen = old->second.wake_gen;
+        if (ours_kept) in.kernel_events = old->second.kernel_events, in.ring_driven = true;
     }
     Interest& stored = set->fds[fd] = in;
     list(*set, stored);
@@ -994,6 +1017,8 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
         sock->conn->step();
         sock->conn->ready_events(static_cast<short>(stored.events & kReadiness), &k);
         sync_kernel(epfd, fd, stored, k);
+    } else if (stored.ring_driven) {
+        sync_kernel(epfd, fd, stored, 0);  // it left the rings since: the kernel gets the program's events
     }
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <linux/sockios.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -15,9 +16,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "connection/connection.hpp"
@@ -65,10 +69,10 @@ struct SidePair {
     int cfd = -1, sfd = -1;
     // `eager`: the client answers the OFFER at its next call (RDMASOCK_SHM_AFTER_US=0),
     // which is what these cases test; the default's wait has its own case.
-    explicit SidePair(Config c = {}, bool eager = true) : cfg(std::move(c)) {
+    explicit SidePair(Config c = {}, bool eager = true, const SocketOps& client_ops = kLibc) : cfg(std::move(c)) {
         if (eager) cfg.shm_after_us = 0;
         auto fds = tcp_pair([&](int fd) {
-            client = std::make_unique<Connection>(fd, Role::client, false, cfg, kLibc);
+            client = std::make_unique<Connection>(fd, Role::client, false, cfg, client_ops);
             REQUIRE(client->start_rendezvous_client());
         });
         cfd = fds.first, sfd = fds.second;
@@ -292,6 +296,42 @@ TEST_CASE("side channel: a connection switches only once it has lived RDMASOCK_S
     for (int i = 0; i < 4; ++i) p.round("lives-" + std::to_string(i) + std::string(i * 3000, 'y'));
     CHECK(p.client->phase() == Phase::upgraded);
     CHECK(p.server->phase() == Phase::upgraded);
+}
+
+// The client's kernel calls, counted: a peek of the TCP socket and a poll.
+std::atomic<int> g_peeks{0}, g_polls{0};
+ssize_t counting_recv(int fd, void* b, size_t n, int flags) {
+    if (flags & MSG_PEEK) ++g_peeks;
+    return ::recv(fd, b, n, flags);
+}
+int counting_poll(pollfd* p, nfds_t n, int t) {
+    ++g_polls;
+    return ::poll(p, n, t);
+}
+const SocketOps kCounting{counting_recv, ::send, ::recvmsg, ::sendmsg, counting_poll};
+
+TEST_CASE("side channel: a look that finds nothing costs one poll, and still sees a FIN that came without an end-of-stream record") {
+    SidePair p({}, true, kCounting);
+    for (int i = 0; i < 4; ++i) p.round("q" + std::to_string(i));
+    REQUIRE(p.client->phase() == Phase::upgraded);
+    char b[16];
+    iovec v{b, sizeof b};
+    g_peeks = 0, g_polls = 0;
+    // Nothing there: EAGAIN, and the look took one poll, no peek (fds_have_news).
+    CHECK(p.client->recv(&v, 1, MSG_DONTWAIT) == -1);
+    CHECK(errno == EAGAIN);
+    CHECK(g_peeks.load() == 0);
+    CHECK(g_polls.load() == 1);
+    // The peer's kernel ends the stream without the shim's record (as when it
+    // is killed): the poll sees the FIN, the drain takes it, the read says EOF.
+    REQUIRE(::shutdown(p.sfd, SHUT_WR) == 0);
+    ssize_t r = -1;
+    for (int i = 0; i < 1000 && r != 0; ++i) {  // the FIN crosses loopback at once; a busy machine may lag
+        r = p.client->recv(&v, 1, MSG_DONTWAIT);
+        if (r != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    CHECK(r == 0);
+    CHECK(g_peeks.load() >= 1);
 }
 
 TEST_CASE("side channel: both ends start on TCP, switch to the rings, every byte in order") {

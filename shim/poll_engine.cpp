@@ -169,12 +169,19 @@ struct PollWait {
     // Which tracked connections the sleep reported (their socket, doorbell or
     // self-wake): only those have anything to drain. An interrupted sleep
     // (rc < 0) says nothing: their drains look first.
+    // A socket not watched for POLLIN (a phase whose kernel events are the
+    // program's) could hold a FIN the sleep did not report: its drain looks.
     void note_news(int rc) {
+        using News = Connection::News;
         for (auto& e : t) {
-            bool fired = k[e.idx].revents != 0;
-            if (e.wake_at >= 0) fired |= k[e.wake_at].revents != 0;
-            if (e.self_at >= 0) fired |= k[e.self_at].revents != 0;
-            e.news = rc < 0 ? Connection::News::unknown : fired ? Connection::News::some : Connection::News::none;
+            const bool watched = (k[e.idx].events & POLLIN) != 0;
+            bool bell = false;
+            if (e.wake_at >= 0) bell |= k[e.wake_at].revents != 0;
+            if (e.self_at >= 0) bell |= k[e.self_at].revents != 0;
+            if (rc < 0) e.news = News::unknown;
+            else if (k[e.idx].revents != 0) e.news = News::some;
+            else if (bell) e.news = watched ? News::doorbell : News::some;
+            else e.news = watched ? News::none : News::unknown;
         }
     }
     void settle(int rc, bool slept) {

@@ -209,10 +209,13 @@ public:
     enum class Drain : uint8_t { none, owned, busy };  // none: no doorbell to drain
     Drain try_begin_sleep();
     // What the caller's kernel wait said of this connection's fds (its TCP
-    // socket, doorbell and self-wake): none (it slept and none fired: nothing
-    // to take, no system call), some (one fired: drain), unknown (no sleep, or
-    // an interrupted one: one poll says whether a drain has anything to take).
-    enum class News : uint8_t { none, some, unknown };
+    // socket, doorbell and self-wake): none (it slept, watching the socket for
+    // POLLIN, and none fired: nothing to take, no system call), doorbell (only
+    // the doorbell or self-wake fired, the socket so watched was quiet: take the
+    // doorbell, no peek), some (drain all), unknown (no sleep, an interrupted
+    // one, or the socket not watched for POLLIN: one poll says whether a drain
+    // has anything to take).
+    enum class News : uint8_t { none, doorbell, some, unknown };
     void end_sleep(Drain d, News n = News::unknown);
     // poll/select found the TCP socket readable or in error without sleeping:
     // take what it says (the peer's end, a reset, a marker) now; false when

@@ -427,7 +427,10 @@ Connection::Drain Connection::try_begin_sleep() {
 
 void Connection::end_sleep(Drain d, News n) {
     if (d != Drain::owned) return;
-    if (has_rings(phase()) && (n == News::some || (n == News::unknown && fds_have_news()))) drain_locked();
+    if (has_rings(phase())) {
+        if (n == News::doorbell) drain_locked(false);
+        else if (n == News::some || (n == News::unknown && fds_have_news())) drain_locked();
+    }
     release_drain();
 }
 

@@ -476,6 +476,8 @@ private:
     // One poll of the TCP socket, doorbell and self-wake: whether a drain
     // would find anything. Most looks find nothing; the drain costs two calls.
     bool fds_have_news();
+    // What News asks of the drain's owner: nothing, the doorbell, all, or a look first.
+    void drain_for(News n);
     // A sender's look at the TCP socket, at most once every kTcpLookCycles (ring_send).
     void look_at_socket_now_and_then();
     static constexpr uint64_t kTcpLookCycles = 2'000'000;  // ~1 ms at 2-3 GHz

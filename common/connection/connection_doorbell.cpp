@@ -153,9 +153,21 @@ void Connection::socket_failed(int err) {
 
 bool Connection::drain_if_free(News n) {
     if (!try_own_drain()) return false;
-    if (n == News::some || (n == News::unknown && fds_have_news())) drain_locked();
+    drain_for(n);
     release_drain();
     return true;
+}
+
+// The one place that turns what a wait saw into a drain (News, connection.hpp).
+void Connection::drain_for(News n) {
+    switch (n) {
+        case News::none: return;
+        case News::doorbell: return drain_locked(false);
+        case News::some: return drain_locked();
+        case News::unknown:
+            if (fds_have_news()) drain_locked();
+            return;
+    }
 }
 
 // What drain_locked takes is announced on one of these three fds: a doorbell
@@ -195,8 +207,7 @@ struct Connection::Sleeper {
     ReadyRef ready;
     bool reader;
     bool owned = false;
-    bool tcp_quiet = false;  // the last kernel wait saw only the doorbell
-    bool conn_news = false;  // it saw the socket, doorbell or self-wake (not only the bell)
+    News news = News::none;  // what the last kernel wait saw of the connection's fds (not the bell)
     Phase phase = Phase::undecided;  // at the arm
     int bell = -1;                   // this thread's, registered while the phase may change (phase_bell.hpp)
     bool bell_rang = false;
@@ -233,18 +244,18 @@ struct Connection::Sleeper {
         }
         int rc = sleep::poll(p, bell >= 0 ? 4 : p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, timeout_us, nullptr, since);
         // Only a doorbell fired: its drain need not look at the TCP socket.
-        tcp_quiet = rc > 0 && p[1].fd >= 0 && p[0].revents == 0;
-        // Only the bell fired: nothing to drain (fds_have_news).
-        conn_news = rc > 0 && (p[0].revents | p[1].revents | p[2].revents) != 0;
+        // Only the bell fired, or none (a timeout, a signal): nothing to drain.
+        if (rc <= 0 || (p[0].revents | p[1].revents | p[2].revents) == 0) news = News::none;
+        else news = p[1].fd >= 0 && p[0].revents == 0 ? News::doorbell : News::some;
         bell_rang = rc > 0 && bell >= 0 && p[3].revents != 0;
         return rc;
     }
     void settle(int, bool) {
         if (owned) {
-            if (conn_news) c.drain_locked(!tcp_quiet);
+            c.drain_for(news);
             c.release_drain();
         }
-        conn_news = false;
+        news = News::none;
         c.disarm_side(reader);
         if (bell >= 0) {
             c.unwatch_phase(bell);
@@ -427,10 +438,7 @@ Connection::Drain Connection::try_begin_sleep() {
 
 void Connection::end_sleep(Drain d, News n) {
     if (d != Drain::owned) return;
-    if (has_rings(phase())) {
-        if (n == News::doorbell) drain_locked(false);
-        else if (n == News::some || (n == News::unknown && fds_have_news())) drain_locked();
-    }
+    if (has_rings(phase())) drain_for(n);
     release_drain();
 }
 

@@ -189,9 +189,12 @@ bool Connection::start_rendezvous_client(netns::Id socket_ns) {
     auto o = rendezvous_options(config_);
     o.socket_ns = socket_ns;
     auto rv = std::make_unique<ShmRendezvous>(std::move(o));
-    if (config_.fault == "client-listen" || !rv->client_listen(fd_)) return false;
+    // Deferred: the name is published at the first call once the connection has
+    // lived (client_discovery_step); a shorter one costs no rendezvous at all.
+    discovery_deferred_ = discovery_may_wait(config_);
+    if (!discovery_deferred_ && (config_.fault == "client-listen" || !rv->client_listen(fd_))) return false;
     rv_ = std::move(rv);
-    rv_since_us_ = wait::now_us();
+    rv_since_us_ = offer_wait_since_us_ = wait::now_us();
     side_tried_ = true;
     claim_rendezvous();
     start(Phase::rv_listen);
@@ -226,6 +229,8 @@ void Connection::start_rendezvous_server(netns::Id socket_ns) {
     o.socket_ns = socket_ns;
     rv_ = std::make_unique<ShmRendezvous>(std::move(o));
     side_tried_ = true;
+    rv_since_us_ = wait::now_us();
+    discovery_deferred_ = discovery_may_wait(config_);
     start(Phase::rv_pending);
 }
 

@@ -388,7 +388,12 @@ private:
 
     bool progress_rendezvous(bool may_syscall);
     bool rendezvous_gave_up();  // client: stop waiting for an OFFER (count + time)
-    bool shm_due() const;       // client: the connection lived long enough for rings
+    bool shm_due() const;       // the connection lived long enough for rings (RDMASOCK_SHM_AFTER_US)
+    // Deferred discovery: false = nothing to do at this call yet; true = go on
+    // (a step below may end the rendezvous: `progress_rendezvous` returns that).
+    static bool discovery_may_wait(const Config& c);
+    bool client_discovery_step(bool& ended);
+    bool server_may_offer_now();
     bool stream_open_both_ways();  // nothing shut, ended or reset: the switch may move it
     // Kernel I/O in the rv_* phases, counting the bytes that went over TCP.
     ssize_t tcp_send(const iovec* iov, int iovcnt, int flags);
@@ -575,7 +580,18 @@ private:
     bool side_tried_ = false;
     std::atomic<bool> upgraded_once_{false};  // upgrade() ran (in band)
     int rv_calls_ = 0;                    // client: calls made while waiting for an OFFER
-    int64_t rv_since_us_ = 0;             // client: when it began waiting (steady clock)
+    int64_t rv_since_us_ = 0;             // when the rendezvous began: connect() or accept() (steady clock)
+    int64_t offer_wait_since_us_ = 0;     // client: when it began waiting for an OFFER (its name published)
+    // Discovery deferred (discovery_may_wait): nothing is looked up before the
+    // connection has lived RDMASOCK_SHM_AFTER_US and made kDiscoveryCalls calls;
+    // then the client publishes its name and looks for an OFFER at most every
+    // kLookEveryUs, and the server tries its OFFER at its calls, again after
+    // 1, 2, 4... ms while the client has no name yet (kOfferTries in all).
+    bool discovery_deferred_ = false;
+    int discovery_calls_ = 0;
+    bool discovery_due();
+    int64_t next_look_us_ = 0;
+    int offer_tries_ = 0;
     std::atomic<uint64_t> send_full_{0};
     std::string fallback_reason_;
     std::string side_channel_why_;  // server: why the same-host rendezvous found no client (the in-band path's reason starts with it)

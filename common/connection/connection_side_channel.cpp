@@ -9,8 +9,10 @@
 #include <cstring>
 
 #include "sys/fault_guard.hpp"
+#include "sys/fd_budget.hpp"
 #include "negotiation/back_marker.hpp"
 #include "base/log.hpp"
+#include "rdma/rdma_device.hpp"
 #include "rdma/rdma_setup.hpp"
 #include "shm/shm_transport.hpp"
 
@@ -31,6 +33,10 @@ bool Connection::progress_rendezvous(bool may_syscall) {
     switch (phase()) {
         case Phase::rv_listen: {
             if (!may_syscall) return false;
+            if (discovery_deferred_) {
+                bool ended = false;
+                if (!client_discovery_step(ended)) return ended;
+            }
             R r = rv_->client_step(fd_, t, shm_due(), [this] { return stream_open_both_ways(); });
             if (r == R::waiting) return false;
             if (r == R::failed) {
@@ -51,12 +57,19 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             return true;
         }
         case Phase::rv_pending: {
-            if (!may_syscall) return false;
+            if (!may_syscall || !server_may_offer_now()) return false;
             R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
             if (r == R::waiting) {
                 claim_rendezvous();
                 enter(Phase::rv_offered);
                 return true;
+            }
+            // A client that publishes its name once its connection has lived may
+            // not have yet: try again at a later call (a few times, further apart).
+            constexpr int kOfferTries = 12;
+            if (discovery_deferred_ && rv_->client_absent() && ++offer_tries_ < kOfferTries) {
+                next_look_us_ = wait::now_us() + (int64_t{1000} << (offer_tries_ - 1));
+                return false;
             }
             RS_LOG(debug, "fd %d: no side channel (%s): the client may still ask in band", fd_, rv_->why().c_str());
             // Another network namespace than the socket's: in-band offers are
@@ -161,7 +174,9 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     // kRendezvousWaitUs: a count alone gave up on servers starved of CPU.
     int saved = errno;
     // A held OFFER is the server's answer already: it waits only for shm_due().
-    if (phase() == Phase::rv_listen && (n > 0 || rendezvous_gave_up())) {
+    // (Discovery deferred: the server offers only once its connection has lived,
+    // maybe after bytes of its own; client_discovery_step gives up instead.)
+    if (phase() == Phase::rv_listen && !discovery_deferred_ && (n > 0 || rendezvous_gave_up())) {
         std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         if (!progress_rendezvous(true) && phase() == Phase::rv_listen && !(rv_ && rv_->offer_held()))
             become_plain("the server made no offer");
@@ -190,7 +205,69 @@ bool Connection::stream_open_both_ways() {
 bool Connection::rendezvous_gave_up() {
     constexpr int kRendezvousCalls = 64;
     constexpr int64_t kRendezvousWaitUs = 10'000'000;
-    return ++rv_calls_ > kRendezvousCalls && wait::now_us() - rv_since_us_ > kRendezvousWaitUs;
+    return ++rv_calls_ > kRendezvousCalls && wait::now_us() - offer_wait_since_us_ > kRendezvousWaitUs;
+}
+
+// Discovery waits for the connection to live RDMASOCK_SHM_AFTER_US (a short
+// connection then makes no listener, no sock_diag query, no side channel: the
+// system calls it costs are TCP's). Only where both ends agree on it without a
+// word: on a host without RDMA nothing is negotiated in band, so a server that
+// has not offered yet reads no HELLO in the client's first bytes. With an RDMA
+// device a same-host client may speak in band (RDMASOCK_TRANSPORT=rdma), and the
+// server must have looked for the side channel before its first read.
+bool Connection::discovery_may_wait(const Config& c) {
+    if (c.shm_after_us == 0 || c.fault.find("inband-anyway") != std::string::npos) return false;
+    std::string why;
+    return !RdmaDevice::host_may_have_rdma(why);
+}
+
+// Client, rv_listen, discovery deferred. Publishes the name at the first call
+// once the connection has lived; then looks for the OFFER at most every
+// kLookEveryUs (an accept that finds nothing is a system call), and gives up
+// as rendezvous_gave_up says: the server's bytes say nothing here, a server
+// that offers late has sent some before.
+bool Connection::client_discovery_step(bool& ended) {
+    constexpr int64_t kLookEveryUs = 1000;
+    if (!rv_->listening()) {
+        if (!discovery_due()) return false;
+        if (config_.fault == "client-listen" || !fd_budget::may_take(3, fd_) || !rv_->client_listen(fd_)) {
+            if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
+            become_plain(rv_->stay_plain() ? rv_->why().c_str() : "cannot publish the side-channel name");
+            ended = true;
+            return false;
+        }
+        offer_wait_since_us_ = next_look_us_ = wait::now_us();  // (the server cannot have found it yet: look at the next call)
+        rv_calls_ = 0;
+        return false;
+    }
+    const int64_t now = wait::now_us();
+    if (now < next_look_us_) return false;
+    next_look_us_ = now + kLookEveryUs;
+    if (!rv_->offer_held() && rendezvous_gave_up()) {
+        become_plain("the server made no offer");
+        ended = true;
+        return false;
+    }
+    return true;
+}
+
+// Server, rv_pending: at once, or (discovery deferred) once the connection has
+// lived and the next try is due.
+bool Connection::server_may_offer_now() {
+    if (!discovery_deferred_) return true;
+    if (offer_tries_ == 0) return discovery_due();
+    return wait::now_us() >= next_look_us_;
+}
+
+// Lived RDMASOCK_SHM_AFTER_US, and made kDiscoveryCalls calls: a time alone
+// does not tell a short connection from a long one on a busy machine (ab's
+// one-request connections live for milliseconds beside 19 others on 2 CPUs);
+// a connection that sends and reads a few times more than one exchange does
+// is worth asking about. Counted at each call that steps the rendezvous.
+bool Connection::discovery_due() {
+    constexpr int kDiscoveryCalls = 8;
+    if (discovery_calls_ < kDiscoveryCalls) ++discovery_calls_;
+    return discovery_calls_ >= kDiscoveryCalls && shm_due();
 }
 
 void Connection::switch_tx_locked() {

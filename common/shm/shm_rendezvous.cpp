@@ -225,7 +225,11 @@ ShmRendezvous::Result ShmRendezvous::take_offer(int tcp_fd) {
         if (!peer_check::holds(r.pid, r.uid, w.claimed_fd, peer_socket_, opt_.same_user_only, err)) {
             if (!namespace_ok(tcp_fd)) return Result::failed;
             if (peer_gone(tcp_fd)) return fail("the peer closed before the switch");
-            RS_LOG(warn, "fd %d: side channel: OFFER refused (pid %d): %s", tcp_fd, static_cast<int>(r.pid), err.c_str());
+            // The sender is the server socket's owner (accept_candidate): a server
+            // that moved its socket to another number since it offered, or closed
+            // it, looks the same as a process of that user that never held it,
+            // which gains nothing (docs/protocol.md, "Who may join"). Not a warning.
+            RS_LOG(info, "fd %d: side channel: OFFER refused (pid %d): %s", tcp_fd, static_cast<int>(r.pid), err.c_str());
             drop_candidate("an OFFER refused");
             continue;
         }
@@ -288,12 +292,20 @@ ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
     sockaddr_storage local{}, remote{};
     std::string err;
     // The client end of our connection: its local address is our remote one.
-    if (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))
+    // (Asked once: a try again, for a client that publishes its name late, finds the same socket.)
+    client_absent_ = false;
+    if (peer_socket_.inode == 0 &&
+        (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))) {
+        peer_socket_ = {};
         return fail("cannot identify the client socket: " + err);
+    }
     bool fds_refused = false;
     chan_fd_ = side_channel::connect_to(peer_socket_.inode, fds_refused, opt_.fault != "no-passrights");
     chan_may_hold_fds_ = !fds_refused;
-    if (chan_fd_ < 0) return fail("the client has no side channel");
+    if (chan_fd_ < 0) {
+        client_absent_ = true;
+        return fail("the client has no side channel");
+    }
     // Who listens there, by the kernel's word (its listen()), before we say a
     // thing or read a byte: anyone may bind a name first. Someone else than the
     // client socket's owner learns nothing from us (our fd number goes only to

@@ -61,8 +61,10 @@ public:
     ShmRendezvous(const ShmRendezvous&) = delete;
     ShmRendezvous& operator=(const ShmRendezvous&) = delete;
 
-    // Client, before connect(): publish the side-channel name. False: no name.
+    // Client: publish the side-channel name (before connect(), or once the
+    // connection has lived: Connection::discovery_deferred_). False: no name.
     bool client_listen(int tcp_fd);
+    bool listening() const { return listen_fd_ >= 0; }
     // Client: look for an OFFER and answer it. done: `transport` holds mapped
     // rings and the server has them too (it may still refuse: see client_refused).
     // `may_accept` false: a verified OFFER is held unanswered (no rings yet, no
@@ -79,8 +81,11 @@ public:
     // without confirming (it refused us). The side channel is `transport`'s now.
     Result client_confirmed(Transport& transport);
     // Server, first I/O: find the client's side channel and send OFFER.
-    // failed: the client has none (it is not shimmed, or asked in band).
+    // failed: the client has none (it is not shimmed, or asked in band), or
+    // none yet (client_absent(): a client that publishes its name only once
+    // its connection has lived may still). A later try asks sock_diag no more.
     Result server_offer(int tcp_fd);
+    bool client_absent() const { return client_absent_; }
     // Server: look for the ACCEPT; done: `transport` is ready to switch.
     // `may_confirm` is asked right before CONFIRM commits the switch: false
     // ends the rendezvous (the stream was shut down or ended meanwhile).
@@ -117,6 +122,7 @@ private:
     int sleep_end_ = -1, ring_end_ = -1;  // our doorbell pair until a transport takes it
     bool stay_plain_ = false;
     bool offer_held_ = false;     // client: OFFER verified, ACCEPT not sent yet
+    bool client_absent_ = false;  // server: the last server_offer found no side-channel name
     uint64_t offered_ring_ = 0;   // its ring size
     netns::SocketNamespace socket_ns_;  // the TCP socket's, asked once
     peer_check::SocketId peer_socket_;

@@ -12,7 +12,9 @@ the difference, before and after, of
     are counted once, and other programs on the host do not count),
   - the kernel's TCP socket memory (/proc/net/sockstat "TCP: ... mem", pages),
 divided by N. The host's Shmem (/proc/meminfo) delta is printed beside it as a
-cross-check (it moves with anything else on the host that uses shared memory).
+cross-check (it moves with anything else on the host that uses shared memory),
+and so are the file descriptors the two processes hold per connection (the
+connection's own two, plus whatever the shim keeps: side channels, doorbells).
 """
 import argparse
 import os
@@ -102,8 +104,13 @@ def tcp_mem_bytes():
     return 0
 
 
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
 def sample(pids):
     return {
+        "fds": sum(fd_count(p) for p in pids) * 1024,  # (divided by 1024 with the rest below)
         "pss": sum(pss_bytes(p) for p in pids),
         "tcp": tcp_mem_bytes(),
         "shmem": meminfo("Shmem"),
@@ -151,7 +158,8 @@ def main():
     parts = {k: (after[k] - before[k]) / n / 1024 for k in before}
     total = parts["pss"] + parts["tcp"]
     print(f"connections={n} rounds={a.rounds} size={a.size} per_connection_KiB={total:.1f} "
-          f"(processes={parts['pss']:.1f} tcp={parts['tcp']:.1f}; host Shmem {parts['shmem']:+.1f})")
+          f"(processes={parts['pss']:.1f} tcp={parts['tcp']:.1f}; host Shmem {parts['shmem']:+.1f}) "
+          f"fds_per_connection={parts['fds']:.2f}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdarg>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -208,7 +209,9 @@ int listen(int fd, int backlog) {
     return kept(r);
 }
 
-static int accepted(int listen_fd, int fd, int flags) {
+// `addr`: what accept wrote, when the caller asked for the peer's address and
+// it fitted (`addr_len`), else null: then it is asked here.
+static int accepted(int listen_fd, int fd, int flags, const sockaddr* addr = nullptr, socklen_t addr_len = 0) {
     if (fd < 0) return fd;
     shim::forget_stale_fd(fd);
     auto l = fd_table().get(listen_fd);
@@ -225,16 +228,19 @@ static int accepted(int listen_fd, int fd, int flags) {
             // The kernel copies the option to the accepted socket.
             const char* option = l->tcp_only_why.load();
             keep_on_tcp(*s, option, true, (std::string(option) + " set on the listener").c_str());
-        } else if (!process_on_tcp && (t == TransportChoice::automatic || t == TransportChoice::shm)) {
-            sockaddr_storage peer{};
-            socklen_t plen = sizeof peer;
+        }
+        sockaddr_storage peer{};
+        socklen_t plen = 0;  // asked once: for the same-host test and the statistics page
+        if (!l->tcp_only_inherited && !process_on_tcp && (t == TransportChoice::automatic || t == TransportChoice::shm)) {
             int saved = errno;
-            if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) == 0 &&
-                registry::same_host(reinterpret_cast<sockaddr*>(&peer), plen))
+            plen = sizeof peer;
+            if (addr && addr_len <= sizeof peer) std::memcpy(&peer, addr, plen = addr_len);
+            else if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) plen = 0;
+            if (plen && registry::same_host(reinterpret_cast<sockaddr*>(&peer), plen))
                 s->conn->start_rendezvous_server(l->netns.get());
             errno = saved;
         }
-        shim::stat_track(*s, fd);
+        shim::stat_track(*s, fd, plen ? reinterpret_cast<sockaddr*>(&peer) : nullptr, plen);
         fd_table().put(fd, s);
         // Read once it is in the table: a flag raised meanwhile is seen here, or its walk saw the socket.
         if (const char* why = shim::process_on_tcp_reason()) keep_on_tcp(*s, why, false);
@@ -242,14 +248,27 @@ static int accepted(int listen_fd, int fd, int flags) {
     return fd;
 }
 
+// The peer's address accept wrote, if whole (the kernel reports the full length even when it cut).
+static const sockaddr* whole_address(const sockaddr* addr, socklen_t given, const socklen_t* len) {
+    if (!addr || !len || *len > given || *len < sizeof(sockaddr_in)) return nullptr;
+    if (addr->sa_family == AF_INET6) return *len >= sizeof(sockaddr_in6) ? addr : nullptr;
+    return addr->sa_family == AF_INET ? addr : nullptr;
+}
+
 int accept(int fd, sockaddr* addr, socklen_t* len) {
     shim::ErrnoKept kept;
-    return kept(accepted(fd, shim::again_if_table_full([&] { return calls().accept(fd, addr, len); }), 0));
+    const socklen_t given = len ? *len : 0;
+    int r = shim::again_if_table_full([&] { return calls().accept(fd, addr, len); });
+    const sockaddr* a = r >= 0 ? whole_address(addr, given, len) : nullptr;
+    return kept(accepted(fd, r, 0, a, a ? *len : 0));
 }
 
 int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
     shim::ErrnoKept kept;
-    return kept(accepted(fd, shim::again_if_table_full([&] { return calls().accept4(fd, addr, len, flags); }), flags));
+    const socklen_t given = len ? *len : 0;
+    int r = shim::again_if_table_full([&] { return calls().accept4(fd, addr, len, flags); });
+    const sockaddr* a = r >= 0 ? whole_address(addr, given, len) : nullptr;
+    return kept(accepted(fd, r, flags, a, a ? *len : 0));
 }
 
 int shutdown(int fd, int how) {

@@ -182,7 +182,9 @@ static ShmRendezvous::Options rendezvous_options(const Config& c) {
 
 bool Connection::start_rendezvous_client(netns::Id socket_ns) {
     // A listener now, a side channel and doorbells later (sys/fd_budget.hpp).
-    if (!fd_budget::may_take(3, fd_)) {
+    // (Discovery deferred: asked when the listener is made, client_discovery_step.)
+    discovery_deferred_ = discovery_may_wait(config_);
+    if (!discovery_deferred_ && !fd_budget::may_take(3, fd_)) {
         RS_LOG(info, "fd %d: the shim's share of file descriptors is in use; staying on tcp", fd_);
         return false;
     }
@@ -191,7 +193,6 @@ bool Connection::start_rendezvous_client(netns::Id socket_ns) {
     auto rv = std::make_unique<ShmRendezvous>(std::move(o));
     // Deferred: the name is published at the first call once the connection has
     // lived (client_discovery_step); a shorter one costs no rendezvous at all.
-    discovery_deferred_ = discovery_may_wait(config_);
     if (!discovery_deferred_ && (config_.fault == "client-listen" || !rv->client_listen(fd_))) return false;
     rv_ = std::move(rv);
     rv_since_us_ = offer_wait_since_us_ = wait::now_us();

@@ -213,7 +213,8 @@ bool Connection::forked_since_rendezvous() const { return rv_pid_ != current_pid
 
 bool Connection::forked_during_rendezvous() {
     const Phase ph = phase();
-    if (ph != Phase::rv_listen && ph != Phase::rv_offered && ph != Phase::rv_accepted) return false;
+    const bool claimed_pending = ph == Phase::rv_pending && rv_claimed_.load(std::memory_order_relaxed);
+    if (ph != Phase::rv_listen && ph != Phase::rv_offered && ph != Phase::rv_accepted && !claimed_pending) return false;
     if (!forked_since_rendezvous()) return false;
     if (ph == Phase::rv_accepted) {
         // Rings exist and the server may have switched already: go back in order.

@@ -341,7 +341,7 @@ private:
     std::atomic<bool> tcp_only_{false};  // keep_on_tcp(): decline in-band offers
     std::string tcp_only_why_;           // keep_on_tcp()'s reason, the statistics line's (set before tcp_only_)
     // downgrade::lock, or a loud reset of the connection when the word stays taken.
-    bool lock_or_eagain(std::unique_lock<SideLock>& lk, int flags);
+    bool lock_tcp_side(std::unique_lock<SideLock>& lk, int flags, bool for_write);
     bool lock_ring_side(std::unique_lock<SideLock>& lk, int flags, bool reader, const CallTimeout& tmo);
     bool lock_busy(std::atomic<int32_t>& word);
     busy_lock::Policy busy_policy(const std::atomic<int32_t>& word) const;
@@ -589,6 +589,11 @@ private:
     // 1, 2, 4... ms while the client has no name yet (kOfferTries in all).
     bool discovery_deferred_ = false;
     int discovery_calls_ = 0;
+    // Server, discovery deferred: the process whose call came first in rv_pending
+    // claimed the rendezvous then (claim_rendezvous), before its first byte: the
+    // switch offset counts only its own bytes, so a fork after that (a child that
+    // may write too) keeps the connection on TCP, as a fork after an OFFER does.
+    std::atomic<bool> rv_claimed_{false};
     bool discovery_due();
     int64_t next_look_us_ = 0;
     int offer_tries_ = 0;

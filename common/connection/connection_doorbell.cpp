@@ -28,6 +28,11 @@ void Connection::ring_doorbell() {
 }
 
 void Connection::wake_local() {
+    // A call waiting for a direction's lock while the bytes still go over TCP
+    // sleeps on its thread's bell (lock_tcp_side): no doorbell exists yet, and
+    // one made meanwhile is not the one it sleeps on. (Rare events only: a
+    // lock let go with a waiter, a shutdown, a reset.)
+    ring_phase_bells();
     // Our own doorbell: every sleeper of this side waits on it (blocked calls,
     // poll, an epoll set that keeps the connection cold).
     if (transport_ && transport_->wake_self() && transport_->self_wake_fd() < 0) return;

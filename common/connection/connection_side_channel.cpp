@@ -57,10 +57,22 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             return true;
         }
         case Phase::rv_pending: {
-            if (!may_syscall || !server_may_offer_now()) return false;
+            if (!may_syscall) return false;
+            if (discovery_deferred_) {
+                // Claimed at this process's first call, before its first byte
+                // (rv_claimed_); a fork since then: TCP for good.
+                if (!rv_claimed_.load(std::memory_order_relaxed)) {
+                    claim_rendezvous();
+                    rv_claimed_.store(true, std::memory_order_relaxed);
+                } else if (forked_since_rendezvous()) {
+                    become_plain("forked while the same-host rendezvous was under way");
+                    return true;
+                }
+            }
+            if (!server_may_offer_now()) return false;
             R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
             if (r == R::waiting) {
-                claim_rendezvous();
+                if (!rv_claimed_.load(std::memory_order_relaxed)) claim_rendezvous();
                 enter(Phase::rv_offered);
                 return true;
             }
@@ -133,7 +145,7 @@ ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
     // (A send waiting for room holds write_mu_; one that may not block does not
     // wait behind it, as tcp_recv's: TCP says EAGAIN there.)
     std::unique_lock<SideLock> lk(write_mu_, std::defer_lock);
-    if (!lock_or_eagain(lk, flags)) return -1;
+    if (!lock_tcp_side(lk, flags, true)) return -1;
     // send() chose TCP from the phase before it held the writers' lock; another
     // thread's send may have switched our sends to the ring meanwhile, at the
     // offset that counts every TCP byte so far (switch_tx_locked). Bytes sent
@@ -157,9 +169,9 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     ssize_t n;
     {
         // (A recv waiting on the socket holds read_mu_ so that no switch passes it; a
-        // call that may not block does not wait behind it: lock_or_eagain.)
+        // call that may not block does not wait behind it: lock_tcp_side.)
         std::unique_lock<SideLock> lk(read_mu_, std::defer_lock);
-        if (!lock_or_eagain(lk, flags)) return -1;
+        if (!lock_tcp_side(lk, flags, false)) return -1;
         const Phase ph = phase();
         if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered && ph != Phase::plain) {
             lk.unlock();  // another thread moved the rendezvous on meanwhile

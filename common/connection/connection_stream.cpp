@@ -2,13 +2,18 @@
 // (docs/protocol.md). Doorbells, waiting and readiness: connection_doorbell.cpp.
 #include "connection/connection_detail.hpp"
 
+#include <poll.h>
+
 #include <cstring>
 
 #include "sys/iov_check.hpp"
 #include "base/log.hpp"
 #include "rdma/rdma_setup.hpp"
 #include "shm/shm_transport.hpp"
+#include "sys/interruptible_sleep.hpp"
+#include "sys/signal_restart.hpp"
 #include "sys/thread_cancel.hpp"
+#include "wait/phase_bell.hpp"
 
 namespace rdmasock {
 
@@ -18,14 +23,50 @@ using namespace detail;
 // lets go of the socket lock while it sleeps): a call that may not block never
 // waits behind it. That writer waits for space, that reader for data, or each
 // takes what came: EAGAIN, as the kernel answers the thread that lost the race.
-bool Connection::lock_or_eagain(std::unique_lock<SideLock>& lk, int flags) {
-    if (!(nonblocking() || (flags & MSG_DONTWAIT))) {
-        lk.lock();
-        return true;
-    }
+// A direction's lock before the rings (the rendezvous phases, or back on TCP):
+// another blocked call may hold it across its kernel wait (two threads reading
+// one socket). Over TCP both sleep on the socket, each ended by its own signal
+// or timeout: so is this wait (a mutex wait was not: the second reader of
+// signal_check's two_readers_case never returned EINTR, and then slept for
+// good on a socket the first had emptied). It sleeps on its thread's bell,
+// which the holder's unlock rings (SideLock's wake: wake_local).
+bool Connection::lock_tcp_side(std::unique_lock<SideLock>& lk, int flags, bool for_write) {
     if (lk.try_lock()) return true;
-    errno = EAGAIN;
-    return false;
+    if (nonblocking() || (flags & MSG_DONTWAIT)) {
+        errno = EAGAIN;
+        return false;
+    }
+    SideLock::Waiting counted(*lk.mutex());
+    const int64_t timeout = timeout_for(for_write);
+    const CallTimeout tmo(timeout);
+    const signals::Seen since = signals::seen();
+    const int bell = bell::thread_bell();
+    for (;;) {
+        if (bell >= 0) watch_phase(bell);
+        if (lk.try_lock()) {
+            if (bell >= 0) unwatch_phase(bell);
+            return true;
+        }
+        const int64_t left = tmo.left_us();
+        if (left == 0) {
+            if (bell >= 0) unwatch_phase(bell);
+            errno = EAGAIN;  // SO_RCVTIMEO/SO_SNDTIMEO passed
+            return false;
+        }
+        // No bell (none could be made): look again now and then.
+        const int64_t us = bell >= 0 ? left : (left < 0 || left > wait::kNapUs ? wait::kNapUs : left);
+        pollfd p{bell, POLLIN, 0};
+        const int rc = sleep::poll(&p, bell >= 0 ? 1 : 0, us, nullptr, since);
+        const int err = errno;
+        if (bell >= 0) {
+            unwatch_phase(bell);
+            if (rc > 0) bell::drain(bell);
+        }
+        if (rc < 0 && err == EINTR) {
+            errno = signal_restarts_call(since, timeout > 0) ? ERESTART : EINTR;
+            return false;
+        }
+    }
 }
 
 // A direction's lock on the ring path. Another blocked call may hold it across

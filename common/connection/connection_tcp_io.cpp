@@ -77,9 +77,14 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
                 return -1;
             }
         }
+        // A blocking recv of nothing waits once for data (or its end) and then
+        // returns 0, whatever ended the wait: tcp_recvmsg's loop runs while
+        // len > 0, so neither the timeout nor a signal becomes its error.
+        const bool zero_read = !write && want == 0;
         const int64_t left = tmo.left_us();
         if (left == 0) {  // SO_RCVTIMEO/SO_SNDTIMEO passed
             if (total > 0) return static_cast<ssize_t>(total);
+            if (zero_read) return 0;
             errno = EAGAIN;
             return -1;
         }
@@ -87,6 +92,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         const int rc = sleep::poll(&p, 1, left, nullptr, since);
         if (rc < 0 && errno == EINTR) {
             if (total > 0) return static_cast<ssize_t>(total);
+            if (zero_read) return 0;
             errno = signal_restarts_call(since, timeout > 0) ? ERESTART : EINTR;
             return -1;
         }

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -99,6 +100,24 @@ struct SidePair {
         CHECK(srv.get() == req);
     }
 };
+
+// Discovery waits only on a host without RDMA (Connection::discovery_may_wait).
+bool discovery_may_wait_here() {
+    std::string why;
+    if (!RdmaDevice::host_may_have_rdma(why)) return true;
+    WARN("an RDMA host: discovery is never deferred");
+    return false;
+}
+
+// Round trips 1 ms apart (the client looks for an OFFER at most once a
+// millisecond) until the server has switched, at most 400; then one more.
+void rounds_until_switched(SidePair& p, const std::function<std::string(int)>& request) {
+    for (int i = 0; i < 400 && p.server->phase() != Phase::upgraded; ++i) {
+        p.round(request(i));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    p.round("after");
+}
 
 }  // namespace
 
@@ -305,22 +324,14 @@ TEST_CASE("side channel: a connection switches only once it has lived RDMASOCK_S
         CHECK(p.server->phase() == Phase::rv_pending);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2100));
-    // The client publishes its name at its next call, the server offers at its
-    // next, the client looks for the OFFER at most once a millisecond.
-    for (int i = 0; i < 400 && p.server->phase() != Phase::upgraded; ++i) {
-        p.round("lives-" + std::to_string(i) + std::string((i % 4) * 3000, 'y'));
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    p.round("after");
+    // The client publishes its name at its next call, the server offers at its next.
+    rounds_until_switched(p, [](int i) { return "lives-" + std::to_string(i) + std::string((i % 4) * 3000, 'y'); });
     CHECK(p.client->phase() == Phase::upgraded);
     CHECK(p.server->phase() == Phase::upgraded);
 }
 
 TEST_CASE("side channel: a server that looked before the client published its name tries again") {
-    if (std::string why; RdmaDevice::host_may_have_rdma(why)) {
-        WARN("an RDMA host: discovery is never deferred");
-        return;
-    }
+    if (!discovery_may_wait_here()) return;
     Config cfg;
     cfg.shm_after_us = 1000;
     SidePair p(cfg, false);
@@ -331,20 +342,13 @@ TEST_CASE("side channel: a server that looked before the client published its na
     for (int i = 0; i < 8; ++i) REQUIRE(send_str(*p.server, "hello") == 5);
     CHECK(p.server->phase() == Phase::rv_pending);
     CHECK(recv_n(*p.client, 40) == std::string("hellohellohellohellohellohellohellohello"));
-    for (int i = 0; i < 400 && p.server->phase() != Phase::upgraded; ++i) {
-        p.round("r" + std::to_string(i));
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    p.round("after");
+    rounds_until_switched(p, [](int i) { return "r" + std::to_string(i); });
     CHECK(p.client->phase() == Phase::upgraded);
     CHECK(p.server->phase() == Phase::upgraded);
 }
 
 TEST_CASE("side channel: a server that forked after its first call stays on TCP: its child's bytes are not in its count") {
-    if (std::string why; RdmaDevice::host_may_have_rdma(why)) {
-        WARN("an RDMA host: discovery is never deferred");
-        return;
-    }
+    if (!discovery_may_wait_here()) return;
     Config cfg;
     cfg.shm_after_us = 1000;
     SidePair p(cfg, false);

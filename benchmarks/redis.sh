@@ -2,11 +2,11 @@
 # benchmarks/redis.sh -- redis-benchmark against redis-server, plain TCP and with one or more
 # builds of the shim preloaded at both ends, alternated round by round in one run.
 #
-#   benchmarks/redis.sh [ROUNDS] [LABEL=LIB]...     (default: 3 rounds, shim=build/librdmasock.so)
+#   benchmarks/redis.sh [ROUNDS] [LABEL=LIB[,VAR=VALUE...]]...     (default: 3 rounds, shim=build/librdmasock.so)
 #
 # Each run: a fresh redis-server on a free port (no persistence), then
-# `redis-benchmark -q -n $REDIS_N -c $REDIS_CLIENTS -t $REDIS_TESTS`, both preloaded with LIB (or
-# neither, for tcp). Prints requests/s and the CPU (user+system ms) the client and the server
+# `redis-benchmark -q -n $REDIS_N -c $REDIS_CLIENTS -t $REDIS_TESTS`, both preloaded with LIB and
+# the given variables (or neither, for tcp). Prints requests/s and the CPU (user+system ms) the client and the server
 # used for the run. Needs redis-server, redis-benchmark and redis-cli (Debian's redis).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0)
 one() {  # label lib
     local P; P=$(free_port)
     local pre=(env -u LD_PRELOAD)
-    [[ -n $2 ]] && pre=(env LD_PRELOAD="$2")
+    if [[ -n $2 ]]; then IFS=, read -ra kv <<<"$2"; pre=(env LD_PRELOAD="${kv[0]}" "${kv[@]:1}"); fi
     "${pre[@]}" redis-server --port "$P" --save '' --appendonly no >/dev/null 2>&1 & local sp=$!
     for _ in $(seq 100); do redis-cli -p "$P" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
     local t0; t0=$(awk '{print $14+$15}' /proc/$sp/stat)

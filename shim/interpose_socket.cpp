@@ -255,20 +255,23 @@ static const sockaddr* whole_address(const sockaddr* addr, socklen_t given, cons
     return addr->sa_family == AF_INET ? addr : nullptr;
 }
 
+// The kernel's accept (`call`), then the new socket tracked with the address it wrote.
+extern "C++" template <class Call>
+int accept_tracked(int fd, sockaddr* addr, socklen_t* len, int flags, Call call) {
+    const socklen_t given = len ? *len : 0;
+    int r = shim::again_if_table_full(call);
+    const sockaddr* a = r >= 0 ? whole_address(addr, given, len) : nullptr;
+    return accepted(fd, r, flags, a, a ? *len : 0);
+}
+
 int accept(int fd, sockaddr* addr, socklen_t* len) {
     shim::ErrnoKept kept;
-    const socklen_t given = len ? *len : 0;
-    int r = shim::again_if_table_full([&] { return calls().accept(fd, addr, len); });
-    const sockaddr* a = r >= 0 ? whole_address(addr, given, len) : nullptr;
-    return kept(accepted(fd, r, 0, a, a ? *len : 0));
+    return kept(accept_tracked(fd, addr, len, 0, [&] { return calls().accept(fd, addr, len); }));
 }
 
 int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
     shim::ErrnoKept kept;
-    const socklen_t given = len ? *len : 0;
-    int r = shim::again_if_table_full([&] { return calls().accept4(fd, addr, len, flags); });
-    const sockaddr* a = r >= 0 ? whole_address(addr, given, len) : nullptr;
-    return kept(accepted(fd, r, flags, a, a ? *len : 0));
+    return kept(accept_tracked(fd, addr, len, flags, [&] { return calls().accept4(fd, addr, len, flags); }));
 }
 
 int shutdown(int fd, int how) {

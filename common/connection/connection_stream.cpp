@@ -19,15 +19,13 @@ namespace rdmasock {
 
 using namespace detail;
 
-// A blocking call holds its direction's lock while it waits (the kernel's
-// lets go of the socket lock while it sleeps): a call that may not block never
-// waits behind it. That writer waits for space, that reader for data, or each
-// takes what came: EAGAIN, as the kernel answers the thread that lost the race.
-// A direction's lock before the rings (the rendezvous phases, or back on TCP):
-// another blocked call may hold it across its kernel wait (two threads reading
-// one socket). Over TCP both sleep on the socket, each ended by its own signal
-// or timeout: so is this wait (a mutex wait was not: the second reader of
-// signal_check's two_readers_case never returned EINTR, and then slept for
+// A direction's lock before the rings (the rendezvous phases, or back on TCP).
+// A blocking call holds it across its kernel wait (the kernel lets go of the
+// socket lock while it sleeps): a call that may not block never waits behind
+// it, it takes EAGAIN, as the kernel answers the thread that lost the race.
+// One that may block waits as over TCP, where both sleep on the socket, each
+// ended by its own signal or timeout (a mutex wait was not: the second reader
+// of signal_check's two_readers_case never returned EINTR, and then slept for
 // good on a socket the first had emptied). It sleeps on its thread's bell,
 // which the holder's unlock rings (SideLock's wake: wake_local).
 bool Connection::lock_tcp_side(std::unique_lock<SideLock>& lk, int flags, bool for_write) {

@@ -3,6 +3,8 @@
   stat_check.py PID ROLE TRANSPORT TX RX PORT   exactly one connection of PID, with these values
   stat_check.py absent PID...                   no connection of any of these PIDs
   stat_check.py only PID                        every connection listed belongs to PID
+  stat_check.py switched PORT                   a client to PORT and its server, both upgraded
+                                                to shm (short_connections.sh waits on it)
 Prints what it found on failure; exit 0 = as expected.
 """
 import json
@@ -20,6 +22,12 @@ elif args[0] == "only":
     bad = [c for c in conns if c["pid"] != int(args[1])]
     if bad or not conns:
         sys.exit("expected only pid %s, got: %s" % (args[1], conns))
+elif args[0] == "switched":
+    addr = "127.0.0.1:%s" % args[1]
+    ends = {c["role"] for c in conns if c["transport"] == "shm" and c["phase"] == "upgraded"
+            and (c["remote"] if c["role"] == "client" else c["local"]) == addr}
+    if ends != {"client", "server"}:
+        sys.exit("ends on shm to %s: %s" % (addr, sorted(ends)))
 else:
     pid, role, transport, tx, rx, port = args
     mine = [c for c in conns if c["pid"] == int(pid)]

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -59,6 +60,19 @@ void burst(int s, int done) {
         if (send(s, chunk, sizeof chunk, 0) != kChunk) check::die("server send");
     }
     write_full(done, "d", 1);
+}
+
+// The server's `done` byte leaves after its last send returned, which is not
+// when that send's bytes reached us: on a busy machine loopback delivers them
+// later (softirq), and over TCP that late arrival is one more edge than the
+// transcript of an idle machine shows. So every look waits until all `n` are here.
+void wait_arrived(int c, int n) {
+    for (int i = 0; i < 60000; ++i) {
+        int q = 0;
+        if (ioctl(c, FIONREAD, &q) == 0 && q >= n) return;
+        usleep(1000);
+    }
+    check::die("the burst did not arrive");
 }
 
 void serve(int l, int done, bool speaks_first) {
@@ -145,10 +159,12 @@ void client(int port, bool et, bool speaks_first, int done, const char* label) {
             // The burst, while this side does not read.
             write_full(c, "burs", 4);
             read_full(done, &d, 1);
+            wait_arrived(c, kChunk * kChunks);
         } else {
             // The server's burst came first (the same-host switch may still be under
             // way); this side sends before it reads.
             read_full(done, &d, 1);
+            wait_arrived(c, kChunk * kChunks);
             write_full(c, "nop1", 4);
         }
         // Odd connections look first with maxevents 2 beside the readable pipe: a

@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/log.hpp"
 #include "sys/interruptible_sleep.hpp"
 #include "wait/phase_bell.hpp"
 #include "poll_engine.hpp"
@@ -1111,7 +1112,52 @@ void epoll_forget(int fd, bool tracked_socket) {
     }
 }
 
+namespace {
+// What this thread's fork holds (two threads may fork at once: each holds what it got).
+struct ForkHeld {
+    std::vector<std::shared_ptr<EpollSet>> sets;
+    bool registry = false;
+};
+thread_local ForkHeld t_fork_held;
+
+// A lock is held by another thread only for a map change or a scan, never across
+// a sleep. A fork that finds one kept far longer (a handler that forks on a thread
+// that holds it would wait for itself) goes on without it, as before these hooks.
+bool lock_for_fork(std::mutex& m) {
+    for (int i = 0; i < 2000; ++i) {
+        if (m.try_lock()) return true;
+        if (i < 100) sched_yield();
+        else usleep(50);
+    }
+    RS_LOG(debug, "fork: an epoll registry lock stayed taken; the child walks it as it is");
+    return false;
+}
+}  // namespace
+
+void epoll_before_fork() {
+    ForkHeld& h = t_fork_held;
+    if (!g_any.load(std::memory_order_relaxed) && !g_any_made.load(std::memory_order_relaxed)) return;
+    // Set locks before g_mu, the order of every other path (epoll_forget).
+    std::vector<std::shared_ptr<EpollSet>> sets;
+    if (!lock_for_fork(g_mu)) return;
+    for (auto& [epfd, set] : *g_sets) sets.push_back(set);
+    g_mu.unlock();
+    for (auto& set : sets)
+        if (lock_for_fork(set->mu)) h.sets.push_back(set);
+    // (A set made since the snapshot is not held: its interests are new, few, and
+    // its first changes are under g_mu, held from here.)
+    h.registry = lock_for_fork(g_mu);
+}
+
+void epoll_after_fork_parent() {
+    ForkHeld& h = t_fork_held;
+    if (h.registry) g_mu.unlock();
+    for (auto& set : h.sets) set->mu.unlock();
+    h = ForkHeld{};
+}
+
 void epoll_after_fork_child() {
+    t_fork_held = ForkHeld{};  // what the prepare handler held is reset below
     new (&g_mu) std::mutex();
     for (auto& [epfd, set] : *g_sets) {
         new (&set->mu) std::mutex();

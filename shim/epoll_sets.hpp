@@ -67,8 +67,12 @@ void epoll_forget(int fd, bool tracked_socket);
 // The last fd of a socket that was ever dup'd closed: its registrations may sit
 // under another number (the kernel keys them by file, we by fd): drop them all.
 void epoll_forget_socket(const Socket* sock);
-// In a forked child (pthread_atfork, one thread): the sets' locks are
-// nobody's, and every interest made so far is the parent's to undo.
+// Around fork (pthread_atfork): the child walks the registry, so the prepare
+// handler holds its locks (no other thread is halfway through changing a map
+// then); the parent's handler lets them go. In the child (one thread) the
+// sets' locks are nobody's, and every interest made so far is the parent's to undo.
+void epoll_before_fork();
+void epoll_after_fork_parent();
 void epoll_after_fork_child();
 // close_range/closefrom: drop every set named by an fd in [first, last] (their
 // idle interests give back their arms and drains).

@@ -18,6 +18,16 @@ namespace {
 
 Config* g_config = nullptr;
 
+void before_fork() {
+    note_fork_begins();
+    epoll_before_fork();
+}
+
+void after_fork_parent() {
+    epoll_after_fork_parent();
+    note_fork();
+}
+
 void after_fork_child() {
     refresh_current_pid();
     // Only the forking thread is here: locks the others held are nobody's.
@@ -45,7 +55,7 @@ __attribute__((constructor)) void init() {
     real::calls();
     refresh_current_pid();
     signals::note_process();
-    pthread_atfork(note_fork_begins, note_fork, after_fork_child);
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     std::atexit(at_exit);
     leftover::adopt_from_env();  // bytes an exec'd-from image kept for an inherited socket
     RS_LOG(debug, "loaded: transport=%s ring=%llu spin_us=%u", to_string(g_config->transport),

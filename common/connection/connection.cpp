@@ -73,6 +73,7 @@ void Connection::fault_handover() {
 
 Connection::~Connection() {
     if (own_fd_) retire_fd();
+    delete bells_.load(std::memory_order_relaxed);
 }
 
 bool Connection::stream_closed(bool our_fin_counts) {
@@ -138,15 +139,35 @@ void Connection::lose_fd_number(int fd) {
 
 void Connection::forget_other_threads() {
     fd_mu_.forget_holders();
-    handshake_mu_.forget_holders();
+    const bool stepping = handshake_mu_.forget_holders();
     arm_mu_.forget_holders();
     // The bells stay registered: a parent's thread bell or an inherited epoll
     // set's is still open here, and a ring wakes that sleeper to look again.
+    // (The list is whole whenever the fork came: bells_.)
     bell_mu_.forget_holders();
     read_mu_.forget_holders();
     write_mu_.forget_holders();
     drain_owned_.store(false, std::memory_order_relaxed);
     if (Transport* t = transport_.get()) t->forget_other_threads();
+    if (stepping) drop_torn_rendezvous();
+}
+
+// The thread that held handshake_mu_ was somewhere inside a rendezvous step (a
+// name half published, an answer half read, a reason string being reassigned):
+// nothing it was changing can be trusted here, not even to be closed. The
+// rendezvous object is left as it is (leaked: its fds stay open in this process
+// until it execs or exits), the reasons start empty, and the connection stays on
+// TCP now, as forked_during_rendezvous would decide at the child's first call.
+// After rv_accepted the step under way touches only the CONFIRM, and the
+// hand-over that call makes needs the rings: left to it.
+void Connection::drop_torn_rendezvous() {
+    const Phase ph = phase();
+    if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered) return;
+    (void)rv_.release();
+    new (&fallback_reason_) std::string();  // the old ones are leaked, never assigned over
+    new (&side_channel_why_) std::string();
+    new (&tcp_only_why_) std::string();
+    become_plain("forked while the same-host rendezvous was under way");
 }
 
 void Connection::retire_fd() {

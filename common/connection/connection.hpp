@@ -244,6 +244,8 @@ public:
     // lock and the doorbell drain) is nobody's here; without this the child's
     // first call on the connection waited for them for good.
     void forget_other_threads();
+    // forget_other_threads, when another thread was stepping the rendezvous at the fork.
+    void drop_torn_rendezvous();
     // The socket's last fd is closed and no call is in progress: close the
     // private dup, if any, and use no fd number from now on (calls get EBADF).
     void retire_fd();
@@ -446,8 +448,13 @@ private:
     std::atomic<Phase> phase_{Phase::undecided};
     // After every phase store (enter/start): rings every watcher's bell (phase_bell.hpp).
     void ring_phase_bells();
+    void replace_bells_locked(int bell, bool add);
     HandlerSafeMutex bell_mu_;
-    std::vector<int> bells_;  // registered bells, one entry per registration
+    // Registered bells, one entry per registration. Replaced whole (copy, then
+    // one pointer store) and never changed in place: a fork while another thread
+    // registers leaves the child the old list or the new one, never a vector
+    // halfway through growing.
+    std::atomic<const std::vector<int>*> bells_{nullptr};
     uint32_t offers_ = 0;
     std::unique_ptr<Transport> transport_;
     std::unique_ptr<Transport> pending_;  // server: created, waiting for READY

@@ -48,18 +48,33 @@ void Connection::ring_phase_bells() {
     // lock is rung; one that registers after it sees the new phase in its
     // re-check (phase_bell.hpp).
     std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
-    for (int b : bells_) bell::ring(b);
+    if (const auto* list = bells_.load(std::memory_order_acquire))
+        for (int b : *list) bell::ring(b);
+}
+
+// Under bell_mu_: the list with `bell` added (or one entry of it removed),
+// published whole before the old one is freed (bells_).
+void Connection::replace_bells_locked(int bell, bool add) {
+    const auto* old = bells_.load(std::memory_order_relaxed);
+    auto* next = old ? new std::vector<int>(*old) : new std::vector<int>();
+    if (add) {
+        next->push_back(bell);
+    } else if (auto it = std::find(next->begin(), next->end(), bell); it != next->end()) {
+        next->erase(it);
+    }
+    bells_.store(next, std::memory_order_release);
+    delete old;
 }
 
 void Connection::watch_phase(int bell) {
     std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
-    bells_.push_back(bell);
+    replace_bells_locked(bell, true);
 }
 
 void Connection::unwatch_phase(int bell) {
     std::lock_guard<HandlerSafeMutex> lk(bell_mu_);
     // After this no ring reaches `bell` from here: its owner may close it.
-    if (auto it = std::find(bells_.begin(), bells_.end(), bell); it != bells_.end()) bells_.erase(it);
+    replace_bells_locked(bell, false);
 }
 
 bool Connection::arm_side(bool reader) {

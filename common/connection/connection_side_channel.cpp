@@ -58,21 +58,19 @@ bool Connection::progress_rendezvous(bool may_syscall) {
         }
         case Phase::rv_pending: {
             if (!may_syscall) return false;
-            if (discovery_deferred_) {
-                // Claimed at this process's first call, before its first byte
-                // (rv_claimed_); a fork since then: TCP for good.
-                if (!rv_claimed_.load(std::memory_order_relaxed)) {
-                    claim_rendezvous();
-                    rv_claimed_.store(true, std::memory_order_relaxed);
-                } else if (forked_since_rendezvous()) {
-                    become_plain("forked while the same-host rendezvous was under way");
-                    return true;
-                }
+            // Claimed at this process's first step, before its first byte or
+            // OFFER (rv_claimed_): a fork since then, even one in the middle of
+            // this step (drop_torn_rendezvous), keeps the stream on TCP for good.
+            if (!rv_claimed_.load(std::memory_order_relaxed)) {
+                claim_rendezvous();
+                rv_claimed_.store(true, std::memory_order_relaxed);
+            } else if (forked_since_rendezvous()) {
+                become_plain("forked while the same-host rendezvous was under way");
+                return true;
             }
             if (!server_may_offer_now()) return false;
             R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
             if (r == R::waiting) {
-                if (!rv_claimed_.load(std::memory_order_relaxed)) claim_rendezvous();
                 enter(Phase::rv_offered);
                 return true;
             }

@@ -94,7 +94,14 @@ public:
         signals::defer_end();
     }
     // In a forked child (one thread): a holder in the parent is not there.
-    void forget_holders() { new (&m_) std::mutex(); }
+    // True when one held it at the fork (the forking thread holds none of the
+    // shim's locks): what it guards may be half-changed, and the child must not
+    // build on it.
+    bool forget_holders() {
+        const bool held = !m_.try_lock();
+        new (&m_) std::mutex();
+        return held;
+    }
 
 private:
     std::mutex m_;

@@ -374,6 +374,52 @@ TEST_CASE("side channel: a server that forked after its first call stays on TCP:
     CHECK(p.server->stats_line(0, 0).find("forked while the same-host rendezvous was under way") != std::string::npos);
 }
 
+// A poll that, once armed, stops at its first look for the peer's FIN (the
+// client's last check before it commits its ACCEPT, taken under handshake_mu_)
+// until let go: the thread is then inside a rendezvous step.
+std::atomic<bool> g_stop_armed{false}, g_stopped{false}, g_let_go{false};
+int stopping_poll(pollfd* p, nfds_t n, int t) {
+    if ((p->events & POLLRDHUP) && g_stop_armed.exchange(false)) {
+        g_stopped = true;
+        while (!g_let_go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return ::poll(p, n, t);
+}
+const SocketOps kStopping{::recv, ::send, ::recvmsg, ::sendmsg, stopping_poll};
+
+TEST_CASE("side channel: a child forked while another thread is inside a rendezvous step trusts none of it: TCP at once, and the parent's stream stays whole") {
+    SidePair p({}, true, kStopping);
+    char b[8];
+    iovec v{b, sizeof b};
+    CHECK(p.server->recv(&v, 1, MSG_DONTWAIT) == -1);  // its first step: the OFFER
+    REQUIRE(p.server->phase() == Phase::rv_offered);
+    g_stop_armed = true;
+    auto sender = std::async(std::launch::async, [&] { return send_str(*p.client, "one"); });
+    for (int i = 0; i < 10000 && !g_stopped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(g_stopped.load());
+    note_fork_begins();  // the shim's pthread_atfork handlers (shim_state.cpp)
+    pid_t child = fork();
+    if (child == 0) {
+        // What the shim's child handler does for every connection (fd_table.hpp).
+        p.client->forget_other_threads();
+        const bool plain = p.client->phase() == Phase::plain;
+        const bool why = p.client->stats_line(0, 0).find("forked while the same-host rendezvous") != std::string::npos;
+        _exit(plain && why ? 0 : 1);
+    }
+    REQUIRE(child > 0);
+    note_fork();
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    g_let_go = true;
+    CHECK(sender.get() == 3);
+    CHECK(recv_n(*p.server, 3) == "one");
+    // The parent's step finished after a fork: its side goes back to TCP in
+    // order, and every round is checked byte for byte.
+    for (int i = 0; i < 20; ++i) p.round("r" + std::to_string(i));
+    CHECK(p.client->phase() != Phase::upgraded);
+}
+
 // The client's kernel calls, counted: a peek of the TCP socket and a poll.
 std::atomic<int> g_peeks{0}, g_polls{0};
 ssize_t counting_recv(int fd, void* b, size_t n, int flags) {

@@ -240,7 +240,12 @@ bool Connection::client_discovery_step(bool& ended) {
     constexpr int64_t kLookEveryUs = 1000;
     if (!rv_->listening()) {
         if (!discovery_due()) return false;
-        if (config_.fault == "client-listen" || !fd_budget::may_take(3, fd_) || !rv_->client_listen(fd_)) {
+        if (!fd_budget::may_take(3, fd_)) {
+            become_plain("the shim's share of file descriptors is in use");
+            ended = true;
+            return false;
+        }
+        if (config_.fault == "client-listen" || !rv_->client_listen(fd_)) {
             if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
             become_plain(rv_->stay_plain() ? rv_->why().c_str() : "cannot publish the side-channel name");
             ended = true;

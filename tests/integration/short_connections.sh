@@ -18,13 +18,23 @@ it_need_python
 P="$ROOT/tests/integration/helpers/short_connections.py"
 d=$IT_TMP
 
-compare() {  # label args...
+plain_run() {  # label args...
     local label=$1; shift
     without_shim -t 120 "$PYTHON" "$P" "$@" >"$d/$label.tcp" 2>"$d/$label.tcp.err" || it_fail "$label: plain run exited $?: $(tail -n 3 "$d/$label.tcp.err")"
-    with_shim -t 120 "$PYTHON" "$P" "$@" >"$d/$label.shim" 2>"$d/$label.err" || it_fail "$label: shimmed run exited $?: $(tail -n 3 "$d/$label.err")"
+}
+
+same_as_plain() {  # label: the shimmed run's transcript ($label.shim) against the plain one
+    local label=$1
     diff -u "$d/$label.tcp" "$d/$label.shim" || it_fail "$label: the transcripts differ"
     grep -q "server exit status 0" "$d/$label.tcp" || it_fail "$label: the plain run's server failed"
     assert_no_shim_errors "$d/$label.err"
+}
+
+compare() {  # label args...
+    local label=$1; shift
+    plain_run "$label" "$@"
+    with_shim -t 120 "$PYTHON" "$P" "$@" >"$d/$label.shim" 2>"$d/$label.err" || it_fail "$label: shimmed run exited $?: $(tail -n 3 "$d/$label.err")"
+    same_as_plain "$label"
 }
 
 RDMASOCK_SHM_AFTER_US=60000000 compare short short 20
@@ -35,7 +45,7 @@ n=$(grep -c "role=client.*reason=closed before the switch" "$d/short.err")
 it_log "short: 20 connections, all on tcp, same transcript"
 
 # lives: the shimmed run in the background, the switch watched from here
-without_shim -t 120 "$PYTHON" "$P" lives 1 >"$d/lives.tcp" 2>"$d/lives.tcp.err" || it_fail "lives: plain run exited $?: $(tail -n 3 "$d/lives.tcp.err")"
+plain_run lives lives 1
 RDMASOCK_SHM_AFTER_US=5000 it_bg lpid with_shim -t 120 "$PYTHON" "$P" lives 1 "$d/switched" >"$d/lives.shim" 2>"$d/lives.err"
 for ((i = 0; i < 1200; i++)); do   # 60 s, as the client's own bound
     _it_alive "$lpid" || break
@@ -46,9 +56,7 @@ for ((i = 0; i < 1200; i++)); do   # 60 s, as the client's own bound
     sleep 0.05
 done
 it_wait "$lpid" || it_fail "lives: shimmed run exited $?: $(tail -n 3 "$d/lives.err"); last look: $(cat "$d/switched.why" 2>/dev/null)"
-diff -u "$d/lives.tcp" "$d/lives.shim" || it_fail "lives: the transcripts differ"
-grep -q "server exit status 0" "$d/lives.tcp" || it_fail "lives: the plain run's server failed"
-assert_no_shim_errors "$d/lives.err"
+same_as_plain lives
 assert_transport "$d/lives.err" client shm 1
 assert_transport "$d/lives.err" server shm 1
 it_log "lives: $(grep -c . "$d/lives.shim") lines, on shm at both ends"

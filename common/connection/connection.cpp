@@ -162,7 +162,7 @@ void Connection::forget_other_threads() {
 // hand-over that call makes needs the rings: left to it.
 void Connection::drop_torn_rendezvous() {
     const Phase ph = phase();
-    if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered) return;
+    if (!rendezvous_on_tcp(ph)) return;
     (void)rv_.release();
     new (&fallback_reason_) std::string();  // the old ones are leaked, never assigned over
     new (&side_channel_why_) std::string();
@@ -517,8 +517,7 @@ int Connection::shutdown(int how, bool* kernel_carries) {
         // The kernel carries this one (the caller shuts the TCP socket down); a
         // later switch to the ring must not reopen what the app closed.
         if (!has_rings(phase())) {
-            const Phase ph = phase();
-            if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered) {
+            if (!rendezvous_on_tcp(phase())) {
                 if (kernel_carries) *kernel_carries = true;
                 return 0;
             }

@@ -81,7 +81,7 @@ public:
     // Readiness is the kernel's own (plain, or a rendezvous still all on TCP).
     bool kernel_driven() const {
         Phase p = phase();
-        return p == Phase::plain || p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered;
+        return p == Phase::plain || rendezvous_on_tcp(p);
     }
     // Whether this connection went through the side-channel rendezvous (it then
     // counts its own TCP bytes for the statistics line).

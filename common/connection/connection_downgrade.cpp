@@ -374,8 +374,7 @@ Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) 
             // No ring yet: every byte is on TCP; make sure none ever moves.
             signals::DeferHandlers held;  // a handler on this thread must not wait for handshake_mu_
             std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
-            const Phase p = phase();
-            if (p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered) become_plain(why);
+            if (rendezvous_on_tcp(phase())) become_plain(why);
             return done(true);
         }
         case Phase::upgraded:

@@ -15,6 +15,12 @@ inline constexpr int kPhaseCount = 11;
 
 const char* to_string(Phase p);
 
+// A side-channel rendezvous before either side holds rings: every byte is still
+// on TCP, so dropping it to plain moves nothing.
+constexpr bool rendezvous_on_tcp(Phase p) {
+    return p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered;
+}
+
 namespace phase_table {
 constexpr uint32_t bit(Phase p) { return 1u << static_cast<unsigned>(p); }
 constexpr uint32_t bits() { return 0; }

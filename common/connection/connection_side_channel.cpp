@@ -170,8 +170,7 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
         // call that may not block does not wait behind it: lock_tcp_side.)
         std::unique_lock<SideLock> lk(read_mu_, std::defer_lock);
         if (!lock_tcp_side(lk, flags, false)) return -1;
-        const Phase ph = phase();
-        if (ph != Phase::rv_listen && ph != Phase::rv_pending && ph != Phase::rv_offered && ph != Phase::plain) {
+        if (!kernel_driven()) {
             lk.unlock();  // another thread moved the rendezvous on meanwhile
             return recv(iov, iovcnt, flags);
         }

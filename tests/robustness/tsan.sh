@@ -20,6 +20,8 @@ check_tsan() {  # LABEL RC LOG...
     n=$(cat "$@" | grep -c '^WARNING: ThreadSanitizer')
     if [[ $rc -ne 0 || $n -ne 0 ]]; then
         grep -h -A 30 '^WARNING: ThreadSanitizer' "$@" | head -n 120
+        # A failed Catch2 case without a TSan report: name it and its assertion (the log dies with $T).
+        grep -h -B 12 -A 12 -E '(FAILED|failed with).*:?$' "$@" | head -n 120
         tail -n 5 "$@"
         fail "$label: exit $rc, $n ThreadSanitizer report(s)"
     else log "ok $label"; fi

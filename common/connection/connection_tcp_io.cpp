@@ -28,6 +28,10 @@ namespace rdmasock {
 using namespace detail;
 
 ssize_t Connection::kernel_io(bool write, const iovec* iov, int iovcnt, int flags) {
+    // One buffer (read, write, recv, send): the kernel's plain call, which
+    // copies no msghdr in (a short connection makes several of these).
+    if (iovcnt == 1)
+        return write ? ops_.send(fd_, iov[0].iov_base, iov[0].iov_len, flags) : ops_.recv(fd_, iov[0].iov_base, iov[0].iov_len, flags);
     msghdr mh{};
     mh.msg_iov = const_cast<iovec*>(iov);
     mh.msg_iovlen = static_cast<size_t>(iovcnt);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -279,4 +280,38 @@ TEST_CASE("stat page: format_address", "[stat]") {
     b.sin6_addr = in6addr_loopback;
     CHECK(format_address(reinterpret_cast<sockaddr*>(&b), sizeof b) == "[::1]:80");
     CHECK(format_address(reinterpret_cast<sockaddr*>(&a), 4) == "");
+    // The widest of each (digits by hand): every octet and the port at their largest.
+    a.sin_port = htons(65535);
+    a.sin_addr.s_addr = htonl(0xffffffff);
+    CHECK(format_address(reinterpret_cast<sockaddr*>(&a), sizeof a) == "255.255.255.255:65535");
+    a.sin_port = 0;
+    a.sin_addr.s_addr = htonl(0x0a000102);
+    CHECK(format_address(reinterpret_cast<sockaddr*>(&a), sizeof a) == "10.0.1.2:0");
+    b.sin6_port = htons(65535);
+    REQUIRE(inet_pton(AF_INET6, "fe80:1234:5678:9abc:def0:1234:5678:9abc", &b.sin6_addr) == 1);
+    CHECK(format_address(reinterpret_cast<sockaddr*>(&b), sizeof b) == "[fe80:1234:5678:9abc:def0:1234:5678:9abc]:65535");
+}
+
+TEST_CASE("stat page: a reused slot shows the new, shorter text, nothing of the old", "[stat]") {
+    auto page = StatPage::create(4);
+    REQUIRE(page);
+    SlotInfo info;
+    info.phase = "rv_accepted";
+    info.local = "255.255.255.255:65535";
+    info.remote = "[fe80:1234:5678:9abc:def0:1234:5678:9abc]:65535";
+    info.reason = "a long reason that fills much of the field";
+    Slot* s = page->acquire(info);
+    REQUIRE(s);
+    page->release(s);
+    info.phase = "plain";
+    info.local = "1.2.3.4:5";
+    info.remote = "[::1]:6";
+    info.reason = "";
+    REQUIRE(page->acquire(info) == s);  // the slot released above, reused
+    PageView v = read_through_fd(page->fd());
+    REQUIRE(v.slots.size() == 1);
+    CHECK(v.slots[0].phase == "plain");
+    CHECK(v.slots[0].local == "1.2.3.4:5");
+    CHECK(v.slots[0].remote == "[::1]:6");
+    CHECK(v.slots[0].reason == "");
 }

@@ -89,7 +89,8 @@ Config parse_config(const std::function<const char*(const char*)>& getenv_fn, st
     }
     if (const char* v = getenv_fn("RDMASOCK_SHM_AFTER_US")) {
         uint64_t n = 0;
-        if (!parse_size(v, n) || n > 60000000) bad("RDMASOCK_SHM_AFTER_US", v, "microseconds from 0 to 60000000", "0");
+        if (!parse_size(v, n) || n > 60000000) bad("RDMASOCK_SHM_AFTER_US", v, "microseconds from 0 to 60000000",
+                "the default (2000 without an RDMA device, 0 with one)");
         else c.shm_after_us = static_cast<uint32_t>(n);
     }
     if (const char* v = getenv_fn("RDMASOCK_LOG")) {

@@ -22,11 +22,14 @@ struct Config {
     uint64_t ring_memory = kRingMemoryAuto;  // RDMASOCK_RING_MEMORY: most ring memory this process holds (memory_budget.hpp)
     uint32_t spin_us = 20;              // RDMASOCK_SPIN_US: busy-poll before sleeping (chosen by measurement: docs/waiting.md)
     uint32_t spin_max_us = 200;         // RDMASOCK_SPIN_MAX_US: cap of the learned spin (spin_policy.hpp); <= spin_us: fixed spin
-    // RDMASOCK_SHM_AFTER_US: a same-host client answers the server's OFFER only once its
-    // connection has lived this long; a connection that ends sooner never pays for rings
-    // (docs/protocol.md, "A connection that lives for one request"). 0 (the default until
-    // a switch late in a connection's life is as sound as an early one): at once.
-    uint32_t shm_after_us = 0;
+    // RDMASOCK_SHM_AFTER_US: a same-host connection switches only once it has lived this
+    // long (and made a few calls); one that ends sooner never pays for rings, and on a host
+    // without RDMA looks nothing up either (docs/protocol.md, "Deferred discovery"). 0: at
+    // once. Unset: kShmAfterDefaultUs on a host without RDMA, 0 on one with a device, where
+    // discovery runs at connect anyway (Connection::shm_after_us resolves it).
+    static constexpr uint32_t kShmAfterAuto = UINT32_MAX;
+    static constexpr uint32_t kShmAfterDefaultUs = 2000;
+    uint32_t shm_after_us = kShmAfterAuto;
     LogLevel log_level = LogLevel::warn;  // RDMASOCK_LOG
     bool stats = false;                 // RDMASOCK_STATS
     uint32_t handshake_timeout_ms = 10000;  // RDMASOCK_HANDSHAKE_TIMEOUT_MS

@@ -394,6 +394,8 @@ private:
     // Deferred discovery: false = nothing to do at this call yet; true = go on
     // (a step below may end the rendezvous: `progress_rendezvous` returns that).
     static bool discovery_may_wait(const Config& c);
+    // RDMASOCK_SHM_AFTER_US, or where unset its default for this host (config.hpp).
+    static uint32_t shm_after_us(const Config& c);
     bool client_discovery_step(bool& ended);
     bool server_may_offer_now();
     bool stream_open_both_ways();  // nothing shut, ended or reset: the switch may move it

@@ -199,7 +199,20 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
 // connection has lived RDMASOCK_SHM_AFTER_US, so one that lives for a request
 // or two ends as it would over TCP. Asked at the client's calls, under handshake_mu_.
 bool Connection::shm_due() const {
-    return config_.shm_after_us == 0 || wait::now_us() - rv_since_us_ >= int64_t{config_.shm_after_us};
+    const uint32_t after = shm_after_us(config_);
+    return after == 0 || wait::now_us() - rv_since_us_ >= int64_t{after};
+}
+
+// Unset: deferred where that saves the discovery itself (no RDMA device: nothing
+// is negotiated in band, so both ends wait without a word). With a device the
+// side channel is looked up at connect anyway, and only the rings would wait.
+uint32_t Connection::shm_after_us(const Config& c) {
+    if (c.shm_after_us != Config::kShmAfterAuto) return c.shm_after_us;
+    static const bool rdma = [] {  // (the probe is read once per process too)
+        std::string why;
+        return RdmaDevice::host_may_have_rdma(why);
+    }();
+    return rdma ? 0 : Config::kShmAfterDefaultUs;
 }
 
 // The switch moves an open stream. A shutdown of ours (recorded in the
@@ -225,7 +238,7 @@ bool Connection::rendezvous_gave_up() {
 // device a same-host client may speak in band (RDMASOCK_TRANSPORT=rdma), and the
 // server must have looked for the side channel before its first read.
 bool Connection::discovery_may_wait(const Config& c) {
-    if (c.shm_after_us == 0 || c.fault.find("inband-anyway") != std::string::npos) return false;
+    if (shm_after_us(c) == 0 || c.fault.find("inband-anyway") != std::string::npos) return false;
     std::string why;
     return !RdmaDevice::host_may_have_rdma(why);
 }

@@ -22,6 +22,7 @@
 #include "sys/interruptible_sleep.hpp"
 #include "sys/signal_restart.hpp"
 #include "sys/signal_seen.hpp"
+#include "sys/thread_cancel.hpp"
 
 namespace rdmasock {
 
@@ -96,7 +97,9 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         const int rc = sleep::poll(&p, 1, left, nullptr, since);
         if (rc < 0 && errno == EINTR) {
             if (total > 0) return static_cast<ssize_t>(total);
-            if (zero_read) return 0;
+            // (A pthread_cancel request ended it: EINTR below, on which the
+            // interposer unwinds the thread, as for the ring's recv_nothing.)
+            if (zero_read && !cancel::pending()) return 0;
             errno = signal_restarts_call(since, timeout > 0) ? ERESTART : EINTR;
             return -1;
         }

@@ -42,7 +42,7 @@ for want in '^eventfd ' '^     tcp      400 ' '^      20      400 ' '^shm ' '^sh
 done
 # The connections step of make bench, small: three medians, and a per-connection figure.
 BUILD=$BUILD benchmarks/connect_rate.sh 20 1 >"$tmp/conn.txt" 2>&1 || { echo "FAIL: connect_rate.sh failed"; cat "$tmp/conn.txt"; exit 1; }
-for want in '^  tcp +[0-9]+$' '^  shim +[0-9]+$' '^  shim \(after 5 ms\) +[0-9]+$'; do
+for want in '^  tcp +[0-9]+$' '^  shim \(at once\) +[0-9]+$' '^  shim \(default\) +[0-9]+$'; do
     grep -Eq "$want" "$tmp/conn.txt" || { echo "FAIL: connect_rate.sh output lacks /$want/"; cat "$tmp/conn.txt"; exit 1; }
 done
 LD_PRELOAD=$(readlink -f "$BUILD/librdmasock.so") timeout 120 python3 benchmarks/idle_memory.py --connections 20 --rounds 2 >"$tmp/idle.txt" 2>&1 \

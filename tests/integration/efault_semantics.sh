@@ -7,6 +7,7 @@
 # tests/programs/efault_check (both ends in one process) runs over plain TCP and with the shim;
 # the transcripts must be identical and every connection must have been on shared memory.
 # Then a program with no handler that dereferences NULL after an upgrade must still die of SIGSEGV.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 d="$IT_TMP"
 prog="$BUILD/efault_check"

@@ -7,6 +7,7 @@
 # bytes sent before the switch to the rings, and the rings' readiness), and an event loop
 # that frees a connection on its first entry then read freed memory on the second.
 # Same transcript over plain TCP and shimmed; the shimmed run on shm (RDMASOCK_STATS lines).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 # 8 variants (server or client first, LT or ET, forked or threaded server) x 8 connections
 compare_transcripts "$BUILD/epoll_once_check" client 64 server 64

@@ -5,6 +5,7 @@
 # Level- and edge-triggered, spinning and with every wait asleep. The program's
 # transcript must be the one it prints over plain TCP, and every connection
 # must have been on shared memory at both ends.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "$0")/helpers/lib.sh"
 N=1500
 without_shim -t 300 "$BUILD/epoll_many" --conns $N --verify >"$IT_TMP/tcp.out" 2>"$IT_TMP/tcp.err" \

@@ -6,6 +6,7 @@
 # (common/shm/leftover.hpp), which reads them all, then EOF (until 2026-11-27 it read 0 bytes, then
 # EOF; until issue 36, ECONNRESET). tests/rdma/exec_after_death.sh: over rdma (every byte, then EOF
 # after a clean close; an error after an exit without one).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d="$IT_TMP"

@@ -4,6 +4,7 @@
 # the locks the sleeping thread holds in the parent, and its close does not undo the parent's
 # epoll arms; a child whose first call is shutdown(SHUT_WR) ends the stream for both processes.
 # Same transcript over plain TCP and under the shim.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 compare_transcripts "$BUILD/fork_wait_check"
 # Each connection reached the rings before its fork: on shm to the end, or handed back to TCP

@@ -6,6 +6,7 @@
 # the socket changes hands. Same transcript over plain TCP and shimmed; under the shim every
 # connection was on shared memory, then handed back to TCP by both ends (splice: the shim moves
 # the bytes itself and the connection stays on shared memory, shim/splice_ring.hpp).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d=$IT_TMP

@@ -7,6 +7,7 @@
 # readable to recv, poll, select and epoll; the same when the server passes the socket with
 # SCM_RIGHTS to a worker process that loads the shim. Once the client runs again, its tail comes after the
 # request and then its end of stream, and the handler's answer reaches it: the same transcript.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d=$IT_TMP

@@ -4,6 +4,7 @@
 # processes from /proc/<pid>/stat must stay under 1% of that time (a behaviour
 # bound: a waiter that kept spinning or napping would use far more). Also
 # prints the scheduler's run time (schedstat, ns) for a finer number.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 set -euo pipefail
 BUILD=${BUILD:-build}
 LIB=$(readlink -f "$BUILD/librdmasock.so")

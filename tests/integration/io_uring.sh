@@ -5,6 +5,7 @@
 # process goes back to TCP, bytes in order, and none leaves TCP again. Same transcript over plain
 # TCP and with the shim preloaded (the previous build waited 5 s for io_uring's first read and
 # failed it: the bytes were in the ring); both ends' statistics say they were handed back.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 d=$IT_TMP prog=$BUILD/uring_check
 [[ -x $prog ]] || it_die "$prog is not built (make; it needs liburing-dev, scripts/setup)"

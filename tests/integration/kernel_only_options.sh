@@ -3,6 +3,7 @@
 # TCP_INQ, SO_TIMESTAMP, SO_ZEROCOPY with MSG_ZEROCOPY, TCP_ULP, and one set on a listener. The
 # shim hands a connection on shared memory back to TCP when one is set. Same transcript over plain
 # TCP and under the shim.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 compare_transcripts "$ROOT/tests/integration/helpers/kernel_only.py"

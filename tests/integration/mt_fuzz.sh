@@ -10,6 +10,7 @@
 # It found: two writer threads of one connection lost a whole send (issue 36).
 # The shimmed runs use the checked build when there is one (make check builds it: CHECKED=1 in
 # build-checked/), where a phase move outside the table of common/connection/connection_phase.hpp stops.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 d="$IT_TMP"
 checked=${CHECKED_BUILD:-$ROOT/build-checked}

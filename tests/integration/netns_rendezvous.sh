@@ -10,6 +10,7 @@
 # gets no CONFIRM. Again after the thread used a connection before it moved (libc's unshare, and
 # syscall(SYS_unshare)): the shim keeps the thread's namespace between checks. Positive control: without unshare, the same pair reaches shm.
 # Needs root (unshare, nsenter, setpriv); prints SKIP and passes otherwise.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 if [[ $(id -u) -ne 0 ]]; then it_log "SKIP: needs root (network namespaces, another user)"; exit 0; fi

@@ -9,6 +9,7 @@
 # server that holds the bytes as the start of a HELLO misses the client's 60 s bound for sure
 # (the old build held 0xF7 for the 10 s default; a complete HELLO got a DECLINE instead of
 # its echo); a correct one echoes in microseconds.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 PROG="$BUILD/inband_sniff_check"
 [[ -x "$PROG" ]] || it_die "not built: $PROG (run make)"

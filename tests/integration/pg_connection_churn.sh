@@ -12,6 +12,7 @@
 # benchmarks/psql-replay.sh).  Against a330d23^ this test failed 3 runs out of 3.
 # Passes when pgbench finishes within 120 s with 1000/1000 transactions and no failure, and every
 # connection it made reports transport=shm (RDMASOCK_STATS=1).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 # shellcheck disable=SC2034  # used by pg-lib.sh
 PG_LOG_TAG=$IT_NAME

@@ -13,6 +13,7 @@
 # rows and checksums, the replication state), the walsender and the walreceiver of the shimmed
 # run report transport=shm with matching byte counts, pg_basebackup's main connection was on shm,
 # and no log shows a crash, a shim error or a lost connection.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 # shellcheck disable=SC2034  # used by pg-lib.sh
 PG_LOG_TAG=$IT_NAME

@@ -7,6 +7,7 @@
 # transactions, the TPC-B invariant, every connection and its backend on shm with mirrored byte
 # counts, no shim error or warning; and the attacker must have reached some side channels (a bait
 # pair whose name stands 2 s makes sure of one).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 if [[ $(id -u) -ne 0 ]]; then it_log "SKIP: needs root to run the attacker as nobody"; exit 0; fi
 it_need setpriv pgbench

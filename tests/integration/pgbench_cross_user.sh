@@ -3,6 +3,7 @@
 # `postgres`, pgbench as another user (root here). Only the TCP peer can join a same-host
 # connection (docs/protocol.md), so users do not matter: every pgbench connection and its backend
 # must be on shm, byte counts agreeing, TPC-B invariant holding (tests/pg/pgbench_invariant.sh).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${BUILD:-build}"

@@ -6,6 +6,7 @@
 # and the TPC-B invariant sum(abalance) = sum(bbalance) = sum(tbalance) = sum(delta) holds.
 # The checks themselves live in tests/pg/pgbench_invariant.sh (usable by hand, e.g. with
 # --expect-transport rdma); this wrapper only points it at this build's shim.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${BUILD:-build}"

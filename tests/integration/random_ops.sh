@@ -9,6 +9,7 @@
 # peer that had closed went on succeeding (TCP: the RST, then EPIPE), and a close with bytes
 # unread sent no RST; shutdown and getpeername of an ended stream did not say ENOTCONN.
 # RANDOM_OPS_SEED (default 1) and RANDOM_OPS_COUNT (default 80) pick the sequences.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d="$IT_TMP"

@@ -3,6 +3,7 @@
 # socket with syscall(SYS_close)) and one closed where nothing can see it: the number's next
 # file gets its own bytes, never the old connection's ring, and the peer reads what came before,
 # then EOF (helpers/raw_close.py). Same transcript over plain TCP and with the shim preloaded.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d=$IT_TMP prog=$ROOT/tests/integration/helpers/raw_close.py

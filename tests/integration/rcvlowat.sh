@@ -3,6 +3,7 @@
 # connection on shared memory back to TCP when the option is set, keeps the connections of a
 # listener with the option on TCP, and a socket that had it before connect. Same transcript over
 # plain TCP and under the shim.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 compare_transcripts "$ROOT/tests/integration/helpers/rcvlowat.py"

@@ -3,6 +3,7 @@
 # device scan finds nothing, the client sends no HELLO, and the connection
 # carries every byte over TCP. The RDMA paths themselves run in the Soft-RoCE VM
 # (make test-rdma).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export STREAM_CHECK_ADDR=127.0.0.1

@@ -7,6 +7,7 @@
 # far; the table lists them; `-p PID` shows only that process; another user (nobody) sees none of
 # them, and `-p` on them is refused. After close, the RDMASOCK_STATS line of each end carries the
 # byte counts that stat showed at the second pause.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 it_need setpriv mkfifo

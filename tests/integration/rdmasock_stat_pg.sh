@@ -7,6 +7,7 @@
 # postmaster that accepted), both on shm (root and postgres are different users: only the TCP
 # peer can join, docs/protocol.md), each end's tx equal to the other's rx. The postgres user
 # sees the backend but not root's psql. Skips (passes) when PostgreSQL is not installed.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${BUILD:-build}"

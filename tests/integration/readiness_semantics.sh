@@ -2,6 +2,7 @@
 # poll/ppoll/select/epoll (LT, ET, ONESHOT, RDHUP, EINTR, timeouts, mixed fds,
 # two sets, dup+close) observed on plain TCP and under the shim must be identical,
 # and the shimmed run must really use shared memory.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 set -euo pipefail
 BUILD=${BUILD:-build}
 LIB=$(readlink -f "$BUILD/librdmasock.so")

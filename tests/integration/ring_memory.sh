@@ -11,6 +11,7 @@
 #      cgroup v1 or v2 with the memory controller); says so if not.
 #   d) the same cgroup, 500 connections that echo small lines (the issue's case): no kill, every
 #      byte (before windows: 2 MiB each, most stayed on TCP for want of memory).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 HELD="$ROOT/tests/integration/helpers/held_connections.py"

@@ -4,6 +4,7 @@
 # the shim the exec hands both ends back to TCP together (Connection::hand_over_all): each one's
 # first step before either waits for its peer's part. Same transcript as over plain TCP; the
 # previous build hung (the first end waited for the second, in the same thread).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d=$IT_TMP prog=$ROOT/tests/integration/helpers/self_pair_exec.py

@@ -6,6 +6,7 @@
 #     byte arrives, and nothing of ours ever appears under /dev/shm (the rings are sealed memfds);
 #   - EMFILE during a process's first negotiation: that connection stays on TCP with every byte,
 #     and the next one reaches shm (no sticky fallback).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d="$IT_TMP"

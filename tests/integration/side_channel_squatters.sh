@@ -17,6 +17,7 @@
 # squatter never receives an OFFER (the server's fd number goes to the client's owner only); and
 # after `offer` the pair still reaches shm (a refused stranger does not end the real rendezvous).
 # Needs root (to run the attacker as another user); prints SKIP and passes otherwise.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 if [[ $(id -u) -ne 0 ]]; then it_log "SKIP: needs root to run the attacker as nobody"; exit 0; fi

@@ -8,6 +8,7 @@
 # progress. Same transcript over plain TCP and under the shim, with the default spin and with a
 # 1 s spin (every signal lands while the shim spins in user space), and once more with each wait
 # the connection's first (before the shim switched it to its rings).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 for spin in default 1000000; do
     echo "== spin: $spin"

@@ -7,6 +7,7 @@
 # waits on shared memory. Run twice: with the default spin (signals land in the kernel sleep)
 # and with a 1 s spin, so that every signal lands while the shim spins in user space, where
 # only its trampoline (common/sys/signal_seen.hpp) tells the wait. Then once before the switch.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 for spin in default 1000000; do

@@ -10,6 +10,7 @@
 # must print, and every shimmed connection must end on shm.
 # The second part: Python's socket.settimeout recv (a poll first) in a reader thread while
 # another thread sends (helpers/switch_wake.py).
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 PROG="$BUILD/switch_wake_check"

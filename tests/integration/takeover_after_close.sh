@@ -5,6 +5,7 @@
 # gone, so nobody can send its ring bytes again over TCP: the receiver keeps them beside the
 # socket (common/shm/leftover.hpp) and the new owner's reads get them before the kernel's EOF.
 # (Before: ECONNRESET after none of them, or a cut stream.) Same transcript as plain TCP, many seeds.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d=$IT_TMP

@@ -6,6 +6,7 @@
 # while another thread sleeps in read(). One program, run over plain TCP and with the shim (both
 # ends in one process); the transcripts (bytes, return values, errno, EOF) must be identical, and
 # with the shim every connection must have been on shared memory.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d="$IT_TMP"

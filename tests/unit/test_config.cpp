@@ -62,7 +62,8 @@ TEST_CASE("valid values are applied") {
     CHECK(parse({{"RDMASOCK_RING_MEMORY", "64M"}}, errors).ring_memory == 64u << 20);
     CHECK(parse({{"RDMASOCK_RING_MEMORY", "0"}}, errors).ring_memory == 0);
     CHECK(parse({{"RDMASOCK_RING_MEMORY", "AUTO"}}, errors).ring_memory == Config::kRingMemoryAuto);
-    CHECK(parse({}, errors).shm_after_us == 0);
+    CHECK(parse({}, errors).shm_after_us == Config::kShmAfterAuto);  // the host's default (Connection::shm_after_us)
+    CHECK(parse({{"RDMASOCK_SHM_AFTER_US", "0"}}, errors).shm_after_us == 0);
     CHECK(parse({{"RDMASOCK_SHM_AFTER_US", "5000"}}, errors).shm_after_us == 5000);
     CHECK(parse({{"RDMASOCK_SHM_AFTER_US", "60000000"}}, errors).shm_after_us == 60000000);
     CHECK(errors.empty());
@@ -87,7 +88,7 @@ TEST_CASE("each bad value is reported by name and falls back") {
         CHECK_THAT(errors[0], Catch::Contains(k.var) && Catch::Contains(k.value));
         CHECK(c.ring_bytes == (1u << 20));
         CHECK(c.ring_memory == Config::kRingMemoryAuto);
-        CHECK(c.shm_after_us == 0);
+        CHECK(c.shm_after_us == Config::kShmAfterAuto);
     }
     std::vector<std::string> errors;
     CHECK(parse({{"RDMASOCK_TRANSPORT", "bogus"}}, errors).transport == TransportChoice::tcp);

@@ -484,6 +484,7 @@ TEST_CASE("side channel: a server that never does I/O leaves the client on TCP")
 TEST_CASE("side channel: a client without one leaves the server to the in-band path") {
     auto [c, s] = tcp_pair([](int) {});
     Config cfg;
+    cfg.shm_after_us = 0;  // looks at once (deferred, it would look only after 8 calls)
     Connection server(s, Role::server, false, cfg, kLibc);
     server.start_rendezvous_server();
     REQUIRE(send(c, "plain", 5, 0) == 5);

@@ -132,14 +132,14 @@ client_env() { # PATH -> CONN[] ENVP[]
     esac
 }
 
-# check_shm PATH FILE WHAT: every client stats line of FILE (a shimmed client's stderr) says shm
+# check_shm PATH FILE WHAT: FILE's client stats lines (a shimmed client's stderr) say shm, but for
+# short connections the default kept on TCP (pg_shm_counts)
 check_shm() {
     [[ "$1" == shim ]] || return 0
-    local n nshm
-    n="$(grep -c 'rdmasock\[[0-9]*\]: stats .*role=client ' "$2" || true)"
-    nshm="$(grep -c 'rdmasock\[[0-9]*\]: stats .*role=client transport=shm ' "$2" || true)"
+    local n nshm nshort
+    read -r n nshm nshort < <(pg_shm_counts "$2" client)
     CONNS[$3]=$(( ${CONNS[$3]:-0} + n )); CONNS_SHM[$3]=$(( ${CONNS_SHM[$3]:-0} + nshm ))
-    if [[ "$n" -eq 0 || "$nshm" -ne "$n" ]]; then
+    if [[ "$nshm" -eq 0 || $(( nshm + nshort )) -ne "$n" ]]; then
         NOT_SHM[$1]=1; ANY_FAIL=1
         pg_warn "shim $3: only $nshm of $n client connections on shm: $(grep -o 'transport=[a-z]* .*reason=.*' "$2" | sort | uniq -c | head -n 2 | tr '\n' ' ')"
     fi

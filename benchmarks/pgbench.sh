@@ -139,11 +139,10 @@ measure_once() {
     fi
     RES[$key]+="$tps $lat;"
     if is_shim "$path"; then   # proof that the shim rows ran over shared memory
-        local n nshm
-        n="$(grep -c 'rdmasock\[[0-9]*\]: stats .*role=client ' "$outf" || true)"
-        nshm="$(grep -c 'rdmasock\[[0-9]*\]: stats .*role=client transport=shm ' "$outf" || true)"
+        local n nshm nshort
+        read -r n nshm nshort < <(pg_shm_counts "$outf" client)
         CONNS[$path]=$(( ${CONNS[$path]:-0} + n )); CONNS_SHM[$path]=$(( ${CONNS_SHM[$path]:-0} + nshm ))
-        if [[ "$n" -eq 0 || "$nshm" -ne "$n" ]]; then
+        if [[ "$nshm" -eq 0 || $(( nshm + nshort )) -ne "$n" ]]; then
             NOT_SHM[$key]=1
             pg_warn "$path $script c=$clients: only $nshm of $n pgbench connections on shm: $(grep -o 'reason=.*' "$outf" | sort | uniq -c | head -n 2 | tr '\n' ' ')"
         fi

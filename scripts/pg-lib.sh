@@ -48,6 +48,18 @@ PG_LOG_TAG="${PG_LOG_TAG:-pg}"
 
 pg_msg()  { printf '[%s] %s\n' "$PG_LOG_TAG" "$*" >&2; }
 pg_warn() { printf '[%s] WARNING: %s\n' "$PG_LOG_TAG" "$*" >&2; }
+
+# pg_shm_counts FILE ROLE: "ALL ON_SHM SHORT", the shim's stats lines in FILE for ROLE: all of them,
+# those on shm, and those that closed before the switch (a short connection, such as pgbench's
+# first look at the tables, which the default keeps on TCP: docs/configuration.md). A shim run
+# ran on shm when some did and every other one was short.
+pg_shm_counts() {
+    local all shm short
+    all="$(grep -c "rdmasock\[[0-9]*\]: stats .*role=$2 " "$1" || true)"
+    shm="$(grep -c "rdmasock\[[0-9]*\]: stats .*role=$2 transport=shm " "$1" || true)"
+    short="$(grep -c "rdmasock\[[0-9]*\]: stats .*role=$2 .*reason=closed before the switch" "$1" || true)"
+    echo "$all $shm $short"
+}
 pg_die()  { printf '[%s] ERROR: %s\n' "$PG_LOG_TAG" "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------------------------

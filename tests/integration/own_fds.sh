@@ -5,6 +5,7 @@
 # (doorbells, an epoll set's eventfd) are not the program's to close: same transcript over plain
 # TCP and under the shim (the counts of open fds included), and the file the program opens next
 # holds only what it wrote.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 compare_transcripts "$BUILD/own_fds_check" client 7 server 7
 it_finish

@@ -3,6 +3,7 @@
 # single-threaded echo server), every byte checked; repeated to shake out
 # lost wake-ups between threads. Then the same with sleeping forced on every
 # wait (RDMASOCK_SPIN_US=0) so the doorbell path carries everything.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 set -euo pipefail
 BUILD=${BUILD:-build}
 LIB=$(readlink -f "$BUILD/librdmasock.so")

@@ -11,6 +11,7 @@
 # combinations: default 20 (12 took 41 s on a quiet 2-core machine, 25 took 3 minutes on a busy
 # one, so 50 would take up to 6). The transcript over plain TCP and under the shim must be the
 # same, with no failed run.
+export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 RUNS=${RUNS:-20}
 d=$IT_TMP

@@ -194,6 +194,18 @@ ssize_t Connection::tcp_recv(const iovec* iov, int iovcnt, int flags) {
     return n;
 }
 
+namespace {
+// The host's RDMA probe (RdmaDevice::host_may_have_rdma, read once per process),
+// without its reason: asked at every new connection, which then copies no string.
+bool host_may_have_rdma() {
+    static const bool rdma = [] {
+        std::string why;
+        return RdmaDevice::host_may_have_rdma(why);
+    }();
+    return rdma;
+}
+}  // namespace
+
 // Rings cost a connection more than its first round trips over loopback TCP
 // (benchmarks/connect_rate.sh): a client answers the OFFER only once its
 // connection has lived RDMASOCK_SHM_AFTER_US, so one that lives for a request
@@ -208,11 +220,7 @@ bool Connection::shm_due() const {
 // side channel is looked up at connect anyway, and only the rings would wait.
 uint32_t Connection::shm_after_us(const Config& c) {
     if (c.shm_after_us != Config::kShmAfterAuto) return c.shm_after_us;
-    static const bool rdma = [] {  // (the probe is read once per process too)
-        std::string why;
-        return RdmaDevice::host_may_have_rdma(why);
-    }();
-    return rdma ? 0 : Config::kShmAfterDefaultUs;
+    return host_may_have_rdma() ? 0 : Config::kShmAfterDefaultUs;
 }
 
 // The switch moves an open stream. A shutdown of ours (recorded in the
@@ -239,8 +247,7 @@ bool Connection::rendezvous_gave_up() {
 // server must have looked for the side channel before its first read.
 bool Connection::discovery_may_wait(const Config& c) {
     if (shm_after_us(c) == 0 || c.fault.find("inband-anyway") != std::string::npos) return false;
-    std::string why;
-    return !RdmaDevice::host_may_have_rdma(why);
+    return !host_may_have_rdma();
 }
 
 // Client, rv_listen, discovery deferred. Publishes the name at the first call

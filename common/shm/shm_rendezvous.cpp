@@ -100,11 +100,15 @@ ShmRendezvous::Result ShmRendezvous::fail(std::string why) {
     return Result::failed;
 }
 
-bool ShmRendezvous::peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote) {
+// Both names of our TCP socket; *err says why not (a peer that reset or ended
+// the stream both ways leaves no peer name: ENOTCONN).
+bool ShmRendezvous::peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote, std::string* err) {
     socklen_t l1 = sizeof local, l2 = sizeof remote;
     int saved = errno;
+    const char* which = "getsockname";
     bool ok = kernel::getsockname(tcp_fd, reinterpret_cast<sockaddr*>(&local), &l1) == 0 &&
-              kernel::getpeername(tcp_fd, reinterpret_cast<sockaddr*>(&remote), &l2) == 0;
+              (which = "getpeername", kernel::getpeername(tcp_fd, reinterpret_cast<sockaddr*>(&remote), &l2) == 0);
+    if (!ok && err) *err = errno == ENOTCONN ? std::string("the stream ended before the switch") : std::string(which) + ": " + strerror(errno);
     errno = saved;
     return ok;
 }
@@ -295,7 +299,7 @@ ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
     // (Asked once: a try again, for a client that publishes its name late, finds the same socket.)
     client_absent_ = false;
     if (peer_socket_.inode == 0 &&
-        (!peer_pair(tcp_fd, local, remote) || !peer_check::find_socket(remote, local, peer_socket_, err))) {
+        (!peer_pair(tcp_fd, local, remote, &err) || !peer_check::find_socket(remote, local, peer_socket_, err))) {
         peer_socket_ = {};
         return fail("cannot identify the client socket: " + err);
     }

@@ -100,7 +100,7 @@ public:
     const peer_check::SocketId& peer_socket() const { return peer_socket_; }
 
 private:
-    bool peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote);
+    bool peer_pair(int tcp_fd, sockaddr_storage& local, sockaddr_storage& remote, std::string* err = nullptr);
     bool peer_gone(int tcp_fd);
     Result fail(std::string why);
     // Client: the next pending connection whose owner may be the server; strangers

@@ -158,7 +158,7 @@ test-rdma-2g: all
 # The sleep/wake race at 25x the CI volume (millions of kernel sleeps; ~15 min on 2 cores).
 stress: all checked
 	BUILD=$(BUILD) STRESS_SCALE=$${STRESS_SCALE:-25} bash tests/integration/wake_stress.sh
-	BUILD=$(BUILD) MT_FUZZ_SEEDS="$$(seq -s ' ' 100 160)" MT_FUZZ_ROUNDS=20 bash tests/integration/mt_fuzz.sh
+	BUILD=$(BUILD) MT_FUZZ_SEEDS="$$(seq -s ' ' 100 160)" MT_FUZZ_DEFAULT_SEEDS="$$(seq -s ' ' 200 230)" MT_FUZZ_ROUNDS=20 bash tests/integration/mt_fuzz.sh
 
 # Robustness (docs/robustness.md). fuzz: each libFuzzer target FUZZ_SECONDS in turn (clang);
 # robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race, isolation;

@@ -19,16 +19,22 @@ prog="$BUILD/mt_fuzz"
 [[ -x "$prog" ]] || it_die "$prog is not built"
 seeds=${MT_FUZZ_SEEDS:-"1 2 3 4 5 6"}
 rounds=${MT_FUZZ_ROUNDS:-12}
-for seed in $seeds; do
-    without_shim -t 300 "$prog" "$seed" "$rounds" >"$d/tcp-$seed.txt" 2>"$d/tcp-$seed.err" ||
+# One seed compared: plain TCP (run once per seed, whichever pass asks first), then shimmed as
+# LABEL (the shim's environment as the caller left it); sets shm and all (connection ends).
+compare_seed() {  # SEED LABEL
+    local seed=$1 label=$2
+    [[ -f "$d/tcp-$seed.txt" ]] || without_shim -t 300 "$prog" "$seed" "$rounds" >"$d/tcp-$seed.txt" 2>"$d/tcp-$seed.err" ||
         it_fail "seed $seed over plain TCP: $(tail -5 "$d/tcp-$seed.txt")"
-    with_shim -t 600 "$prog" "$seed" "$rounds" >"$d/shim-$seed.txt" 2>"$d/shim-$seed.err" ||
-        it_fail "seed $seed shimmed: $(grep -m8 -E 'FAILED|round seed' "$d/shim-$seed.txt")"
-    diff -u "$d/tcp-$seed.txt" "$d/shim-$seed.txt" || it_fail "seed $seed: the transcripts differ"
-    assert_no_shim_errors "$d/shim-$seed.err"
-    shm=$(grep -c "transport=shm" "$d/shim-$seed.err" || true)
-    all=$(grep -c "rdmasock\[[0-9]*\]: stats" "$d/shim-$seed.err" || true)
-    it_log "seed $seed: $shm of $all shimmed connection ends on shm"
+    with_shim -t 600 "$prog" "$seed" "$rounds" >"$d/$label-$seed.txt" 2>"$d/$label-$seed.err" ||
+        it_fail "seed $seed, $label: $(grep -m8 -E 'FAILED|round seed' "$d/$label-$seed.txt")"
+    diff -u "$d/tcp-$seed.txt" "$d/$label-$seed.txt" || it_fail "seed $seed, $label: the transcripts differ"
+    assert_no_shim_errors "$d/$label-$seed.err"
+    shm=$(grep -c "transport=shm" "$d/$label-$seed.err" || true)
+    all=$(grep -c "rdmasock\[[0-9]*\]: stats" "$d/$label-$seed.err" || true)
+    it_log "seed $seed, $label: $shm of $all shimmed connection ends on shm"
+}
+for seed in $seeds; do
+    compare_seed "$seed" shim
     (( shm * 2 >= all && all > 0 )) || it_fail "seed $seed: only $shm of $all connection ends on shm"
 done
 # Again at the product's default (RDMASOCK_SHM_AFTER_US unset: on a host without RDMA, the switch
@@ -36,14 +42,6 @@ done
 # not at all, and a forked writer may meet either. Same transcripts; which connections reach the
 # rings is timing's, so only the errors are asserted. (A 2,000-run loop of seeds 3 37 1 4 8 beside
 # two busy loops once ended a client's shutdown with ENOTCONN here; not seen again in 13,000.)
-default_seeds=${MT_FUZZ_DEFAULT_SEEDS:-3 37}
-for seed in $default_seeds; do
-    without_shim -t 300 "$prog" "$seed" "$rounds" >"$d/tcp-d$seed.txt" 2>"$d/tcp-d$seed.err" ||
-        it_fail "seed $seed over plain TCP: $(tail -5 "$d/tcp-d$seed.txt")"
-    (unset RDMASOCK_SHM_AFTER_US; with_shim -t 600 "$prog" "$seed" "$rounds") >"$d/default-$seed.txt" 2>"$d/default-$seed.err" ||
-        it_fail "seed $seed shimmed at the default: $(grep -m8 -E 'FAILED|round seed' "$d/default-$seed.txt")"
-    diff -u "$d/tcp-d$seed.txt" "$d/default-$seed.txt" || it_fail "seed $seed at the default: the transcripts differ"
-    assert_no_shim_errors "$d/default-$seed.err"
-    it_log "seed $seed at the default: $(grep -c "transport=shm" "$d/default-$seed.err" || true) of $(grep -c "rdmasock\[[0-9]*\]: stats" "$d/default-$seed.err" || true) ends on shm"
-done
+unset RDMASOCK_SHM_AFTER_US
+for seed in ${MT_FUZZ_DEFAULT_SEEDS:-3 37}; do compare_seed "$seed" default; done
 it_finish

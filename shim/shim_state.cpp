@@ -11,6 +11,7 @@
 #include "real_calls.hpp"
 #include "sys/signal_seen.hpp"
 #include "sys/own_fd.hpp"
+#include "sys/fork_fence.hpp"
 
 namespace rdmasock::shim {
 
@@ -19,6 +20,8 @@ namespace {
 Config* g_config = nullptr;
 
 void before_fork() {
+    // First: a thread making one of the shim's fds may want a lock taken below.
+    fork_fence::before_fork();
     note_fork_begins();
     epoll_before_fork();
 }
@@ -26,9 +29,11 @@ void before_fork() {
 void after_fork_parent() {
     epoll_after_fork_parent();
     note_fork();
+    fork_fence::after_fork_parent();
 }
 
 void after_fork_child() {
+    fork_fence::after_fork_child();
     refresh_current_pid();
     // Only the forking thread is here: locks the others held are nobody's.
     fd_table().forget_other_threads();

@@ -180,11 +180,13 @@ void Connection::retire_fd() {
     }
     signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
     std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
+    // Forgotten before closed: a fork in between leaves no child a number it
+    // lacks (sys/fork_fence.hpp).
+    const int fd = __atomic_exchange_n(&fd_, -1, __ATOMIC_ACQ_REL);  // EBADF, never someone else's socket
     if (own_fd_) {
-        close_own_fd(fd_);
         own_fd_ = false;
+        close_own_fd(fd);
     }
-    __atomic_store_n(&fd_, -1, __ATOMIC_RELEASE);  // EBADF, never someone else's socket
 }
 void Connection::set_offer(uint32_t offers) {
     offers_ = offers;

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "base/log.hpp"
 #include "shm/memory_budget.hpp"
@@ -21,6 +22,7 @@
 #include "shm/side_channel.hpp"
 #include "sys/netns.hpp"
 #include "sys/own_fd.hpp"
+#include "sys/fork_fence.hpp"
 
 namespace rdmasock {
 
@@ -62,6 +64,7 @@ constexpr const char* kOverBudget = "over half of the file descriptor limit in u
 ShmRendezvous::~ShmRendezvous() { close(); }
 
 void ShmRendezvous::close() {
+    fork_fence::Section fence;  // closed and forgotten together (a child never holds a number it lacks)
     // Never a plain close: a stranger's connection or message may be queued there,
     // with a file whose last close blocks (side_channel::close_channel).
     if (listen_fd_ >= 0) side_channel::close_listener(listen_fd_, !listen_refuses_fds_);
@@ -134,8 +137,7 @@ bool ShmRendezvous::client_listen(int tcp_fd) {
 
 void ShmRendezvous::drop_candidate(const char* why) {
     RS_LOG(info, "side channel: %s; listening on for the server", why);
-    side_channel::close_channel(chan_fd_, chan_may_hold_fds_);
-    chan_fd_ = -1;
+    side_channel::close_channel(std::exchange(chan_fd_, -1), chan_may_hold_fds_);  // forgotten first (fork_fence.hpp)
 }
 
 bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {

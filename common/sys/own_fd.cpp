@@ -1,5 +1,6 @@
 #include "sys/raw_syscall.hpp"
 #include "sys/own_fd.hpp"
+#include "sys/fork_fence.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -86,6 +87,7 @@ int dup_high(int fd) {
 int adopt_own_fd(int fd) {
     if (fd < 0) return fd;
     const int saved = errno;
+    fork_fence::Section fence;  // the high number exists in every child whose memory may hold it
     int d = dup_high(fd);
     if (d >= 0 && d > fd) raw_syscall(SYS_close, fd);
     else if (d >= 0) raw_syscall(SYS_close, d), d = fd;  // no higher number free: keep it where it is
@@ -97,6 +99,7 @@ int adopt_own_fd(int fd) {
 
 int dup_own_fd(int fd) {
     const int saved = errno;
+    fork_fence::Section fence;
     const int d = dup_high(fd);
     set_mark(d, true);
     errno = saved;

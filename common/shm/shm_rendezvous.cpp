@@ -243,8 +243,7 @@ ShmRendezvous::Result ShmRendezvous::take_offer(int tcp_fd) {
     }
     offer_held_ = true;
     offered_ring_ = w.ring_bytes;
-    side_channel::close_listener(listen_fd_, !listen_refuses_fds_);
-    listen_fd_ = -1;
+    side_channel::close_listener(std::exchange(listen_fd_, -1), !listen_refuses_fds_);  // forgotten first (fork_fence.hpp)
     return Result::done;
 }
 

@@ -128,6 +128,7 @@ bool ShmRendezvous::peer_gone(int tcp_fd) {
 }
 
 bool ShmRendezvous::client_listen(int tcp_fd) {
+    fork_fence::Section fence;  // each step is one section: its fds are made and stored, or closed and forgotten, together
     if (!namespace_ok(tcp_fd)) return false;
     uint64_t ino = peer_check::inode_of(tcp_fd);
     if (ino) listen_fd_ = side_channel::listen_for(ino, listen_refuses_fds_, opt_.fault != "no-passrights");
@@ -196,6 +197,7 @@ bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
 
 ShmRendezvous::Result ShmRendezvous::client_step(int tcp_fd, std::unique_ptr<Transport>& transport, bool may_accept,
                                                  const std::function<bool()>& stream_open) {
+    fork_fence::Section fence;
     if (listen_fd_ < 0 && chan_fd_ < 0) return fail("no side channel");
     if (!offer_held_) {
         Result r = take_offer(tcp_fd);
@@ -285,6 +287,7 @@ ShmRendezvous::Result ShmRendezvous::answer_offer(int tcp_fd, std::unique_ptr<Tr
 }
 
 ShmRendezvous::Result ShmRendezvous::client_confirmed(Transport& transport) {
+    fork_fence::Section fence;
     switch (static_cast<ShmTransport&>(transport).confirm()) {
         case shm_doorbell::Confirm::waiting: return Result::waiting;
         case shm_doorbell::Confirm::done: close(); return Result::done;
@@ -293,6 +296,7 @@ ShmRendezvous::Result ShmRendezvous::client_confirmed(Transport& transport) {
 }
 
 ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
+    fork_fence::Section fence;
     if (!namespace_ok(tcp_fd)) return Result::failed;
     sockaddr_storage local{}, remote{};
     std::string err;
@@ -333,6 +337,7 @@ ShmRendezvous::Result ShmRendezvous::server_offer(int tcp_fd) {
 
 ShmRendezvous::Result ShmRendezvous::server_step(int tcp_fd, std::unique_ptr<Transport>& transport,
                                                  const std::function<bool()>& may_confirm) {
+    fork_fence::Section fence;
     if (chan_fd_ < 0) return fail("no side channel");
     Wire w{};
     auto r = side_channel::receive(chan_fd_, &w, sizeof w);

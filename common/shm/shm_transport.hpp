@@ -10,6 +10,7 @@
 #include "shm/shm_doorbell.hpp"
 #include "shm/side_channel.hpp"
 #include "ring/transport.hpp"
+#include "sys/fork_fence.hpp"
 #include "sys/own_fd.hpp"
 #include "sys/process_id.hpp"
 
@@ -109,8 +110,12 @@ private:
         shut_.store(true, std::memory_order_release);
     }
     // CONFIRM, by one thread at a time (never waits: another reader means "not now").
+    // One fork-fence section: a fork lands before the look at forks_begun (and
+    // this process peeks) or after the ring end is stored (and the child has it),
+    // never between a take and the store, which left the child without CONFIRM.
     shm_doorbell::Confirm take_confirm() {
         using shm_doorbell::Confirm;
+        fork_fence::Section fence;
         if (reading_.exchange(true, std::memory_order_acquire)) return Confirm::waiting;
         Confirm c = Confirm::done;
         if (peer_ring_.load(std::memory_order_acquire) < 0) {

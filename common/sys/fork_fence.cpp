@@ -1,7 +1,6 @@
 #include "sys/fork_fence.hpp"
 
 #include <linux/futex.h>
-#include <sys/syscall.h>
 #include <time.h>
 
 #include <atomic>
@@ -9,7 +8,7 @@
 #include <cstdint>
 
 #include "base/log.hpp"
-#include "sys/raw_syscall.hpp"
+#include "sys/kernel_calls.hpp"
 
 namespace rdmasock::fork_fence {
 
@@ -43,12 +42,12 @@ bool wait_while(std::atomic<uint32_t>& word, uint32_t seen, int64_t deadline) {
     if (left <= 0) return false;
     timespec ts{static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
     const int saved = errno;
-    raw_syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, seen, &ts);
+    kernel::futex(&word, FUTEX_WAIT_PRIVATE, seen, &ts);
     errno = saved;
     return true;
 }
 
-void wake_all(std::atomic<uint32_t>& word) { raw_syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, INT32_MAX); }
+void wake_all(std::atomic<uint32_t>& word) { kernel::futex(&word, FUTEX_WAKE_PRIVATE, INT32_MAX); }
 
 void bound_reached(const char* what) {
     if (g_bounds.fetch_add(1) == 0) RS_LOG(warn, "%s: went on without it (fork_fence.hpp)", what);

@@ -62,8 +62,11 @@ inline int open(const char* path, int flags) { return static_cast<int>(raw_sysca
 inline int ioctl(int fd, unsigned long req, void* arg) { return static_cast<int>(raw_syscall(SYS_ioctl, fd, req, arg)); }
 inline ssize_t readlink(const char* path, char* buf, size_t n) { return raw_syscall(SYS_readlinkat, AT_FDCWD, path, buf, n); }
 inline int getpid() { return static_cast<int>(raw_syscall(SYS_getpid)); }
-// FUTEX_WAIT_PRIVATE / FUTEX_WAKE_PRIVATE on a 32-bit word (no timeout).
-inline long futex(void* word, int op, unsigned val) { return raw_syscall(SYS_futex, word, op, val, nullptr); }
+// FUTEX_WAIT_PRIVATE / FUTEX_WAKE_PRIVATE on a 32-bit word; a wait ends after
+// `timeout` (relative) when one is given.
+inline long futex(void* word, int op, unsigned val, const struct timespec* timeout = nullptr) {
+    return raw_syscall(SYS_futex, word, op, val, timeout);
+}
 inline int fstat(int fd, struct stat* st) { return static_cast<int>(raw_syscall(SYS_fstat, fd, st)); }
 inline int stat(const char* path, struct stat* st) { return static_cast<int>(raw_syscall(SYS_newfstatat, AT_FDCWD, path, st, 0)); }
 

@@ -7,7 +7,7 @@
 //            [--min-iters N] [--modes line,ring,unix,tcp,shm] [--csv FILE]
 //   pingpong serve PORT SIZE             TCP echo server (for runs under LD_PRELOAD)
 //   pingpong connect HOST PORT [opts]    TCP client: prints one CSV line (--warmup-ms M: warm up at
-//                                        least M ms; the shm row asks 250, past the shim's switch)
+//                                        least M ms; the shm row asks kShimWarmupMs, past the shim's switch)
 //
 // Modes: tcp (loopback), unix (socketpair), shm (this program's own TCP client and
 // server, both under LD_PRELOAD=librdmasock.so; the row fails unless the shim's

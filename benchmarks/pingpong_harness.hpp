@@ -400,14 +400,6 @@ struct PreloadCheck {
 // The same program's serve/connect pair, both under LD_PRELOAD=lib (plus `env`,
 // "K=V" entries; `client_env` for the client only), as an unmodified program
 // would run. CPU: both processes.
-// A shimmed connection starts on TCP: the same-host switch waits for the
-// connection to live (RDMASOCK_SHM_AFTER_US, 2 ms by default where there is no
-// RDMA device), then for the server's next look and the rings. 330 round trips
-// of 4 KiB over a quiet loopback end within that (bench_smoke's shm row: the
-// stats said transport=tcp, "closed before the switch", 20 runs of 20 on
-// 2026-11-30), so the timed part would have measured TCP. The warm-up lasts at
-// least this long, well past the switch.
-inline constexpr const char* kPreloadedWarmupMs = "250";
 
 inline Summary run_preloaded(const std::string& self, const std::string& lib, const std::string& label,
                              const std::string& host, size_t size, size_t iters, size_t warmup,
@@ -440,9 +432,9 @@ inline Summary run_preloaded(const std::string& self, const std::string& lib, co
         dup2(out[1], 1);
         dup2(errfd, 2);
         close(out[0]);
-        std::string it = std::to_string(iters), wu = std::to_string(warmup);
+        std::string it = std::to_string(iters), wu = std::to_string(warmup), wms = std::to_string(kShimWarmupMs);
         execl(self.c_str(), self.c_str(), "connect", host.c_str(), port.c_str(), "--size", sz.c_str(), "--iters",
-              it.c_str(), "--warmup", wu.c_str(), "--warmup-ms", kPreloadedWarmupMs, "--label", label.c_str(), nullptr);
+              it.c_str(), "--warmup", wu.c_str(), "--warmup-ms", wms.c_str(), "--label", label.c_str(), nullptr);
         _exit(127);
     }
     close(out[1]);

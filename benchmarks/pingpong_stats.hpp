@@ -10,6 +10,15 @@
 
 namespace rdmasock::bench {
 
+// A shimmed connection starts on TCP: the same-host switch waits for the
+// connection to live (RDMASOCK_SHM_AFTER_US, 2 ms by default where there is no
+// RDMA device), then for the server's next look and the rings. 330 round trips
+// of 4 KiB over a quiet loopback end within that (bench_smoke's shm row: the
+// stats said transport=tcp, "closed before the switch", 20 runs of 20 on
+// 2026-11-30), so the timed part would have measured TCP. A shimmed client's
+// warm-up lasts at least this long, well past the switch (pingpong, spin_sweep).
+inline constexpr unsigned kShimWarmupMs = 250;
+
 // User and system CPU seconds (getrusage).
 struct Cpu {
     double user = 0, sys = 0;

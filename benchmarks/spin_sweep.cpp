@@ -98,10 +98,9 @@ int connect_and_time(int port, size_t iters) {
     int one = 1;
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     char buf[kSize] = {};
-    // Warm-up: a tenth of the round trips, and at least 250 ms, past the shim's
-    // switch to the rings (RDMASOCK_SHM_AFTER_US, then the discovery): a faster
-    // warm-up timed TCP (pingpong_harness.hpp, kPreloadedWarmupMs).
-    const auto warm_until = Clock::now() + std::chrono::milliseconds(250);
+    // Warm-up: a tenth of the round trips, and long enough to pass the shim's
+    // switch to the rings (pingpong_stats.hpp, kShimWarmupMs).
+    const auto warm_until = Clock::now() + std::chrono::milliseconds(rdmasock::bench::kShimWarmupMs);
     for (size_t i = 0; i < iters / 10 || Clock::now() < warm_until; ++i)
         if (!full_io(c, buf, kSize, false) || !full_io(c, buf, kSize, true)) die("warm-up");
     std::vector<double> ns(iters);

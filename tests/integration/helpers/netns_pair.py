@@ -34,11 +34,17 @@ CLONE_NEWNET = 0x40000000
 SYS_UNSHARE = 272  # x86-64
 
 
-def warm_up(ls):
-    """One connection to our own listener from this thread, both ends used, before the move:
-    the shim has checked (and may remember) this thread's namespace by then."""
-    a = socket.create_connection(ls.getsockname())
-    b, _ = ls.accept()
+def warm_up():
+    """One connection to a listener of its own from this thread, both ends used, before the move:
+    the shim has checked (and may remember) this thread's namespace by then. Not the served
+    listener: the client connects to that one at about this time, and its accept could take the
+    client's connection (a busy machine did: the warm-up read the client's first byte)."""
+    ws = socket.socket()
+    ws.bind(("127.0.0.1", 0))
+    ws.listen(1)
+    a = socket.create_connection(ws.getsockname())
+    b, _ = ws.accept()
+    ws.close()
     a.sendall(b"w")
     if b.recv(1) != b"w":
         raise SystemExit("warm-up: wrong byte")
@@ -60,7 +66,7 @@ def server(d, mode):
     os.rename(d + "/port.tmp", d + "/port")
     wait_file(d + "/go")
     if mode.startswith("warm-"):
-        warm_up(ls)
+        warm_up()
     if mode != "stay":
         libc = ctypes.CDLL(None, use_errno=True)
         r = libc.syscall(SYS_UNSHARE, CLONE_NEWNET) if mode == "warm-syscall" else libc.unshare(CLONE_NEWNET)

@@ -15,7 +15,10 @@
 
 namespace rdmasock::cpu_load {
 
-constexpr int64_t kSampleUs = 2000;
+// 10 ms: at 2 ms, 32 PostgreSQL backends on 2 CPUs spent about a system call
+// per query on it (open, read, close of /proc/loadavg), and pgbench -c32
+// select-only ran 4% slower (docs/results.md, 2026-12-01).
+constexpr int64_t kSampleUs = 10000;
 
 // True while more tasks are runnable than this process has CPUs (at the last
 // sample; false when /proc cannot be read). Cheap: one relaxed load between samples.

@@ -106,6 +106,12 @@ struct EpollSet {
     bool ready_raised = false;
     uint64_t raised_sig = 0;    // what was ready when it was last raised (a change is a new edge)
     bool edge_watched = false;  // registered with EPOLLET in another set
+    // Fairness when more is ready than an answer holds (as the kernel's ready
+    // list takes turns): the watch entry a full answer left out first, where
+    // the next scan starts; and whether the rings go before the kernel's
+    // answer next time (a full answer left one side out).
+    size_t scan_from = 0;
+    bool rings_lead = false;
     // Rung when a member that may still change phase (a rendezvous) does: its
     // wait set changes (the rings' doorbell). In the kernel half from first use;
     // closed with the set object, after every registration was taken back.
@@ -264,11 +270,12 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
 }
 
 // Cold -> hot: drain the doorbell we own, disarm, and (relist) look at it again.
-void warm(EpollSet& set, Interest& in, bool relist) {
+// `news`: what the kernel's answer said of its TCP socket (unknown: the drain looks).
+void warm(EpollSet& set, Interest& in, bool relist, Connection::News news = Connection::News::unknown) {
     if (!in.cold) return;
     Connection& c = *in.sock->conn;
     if (!in.inherited) {
-        c.end_sleep(in.cold_drain);
+        c.end_sleep(in.cold_drain, news);
         c.disarm(in.cold_token);
     }
     in.cold = false;
@@ -613,6 +620,22 @@ struct EpollWait {
         return mask ? real::calls().epoll_pwait(epfd, ev, n, ms, mask) : real::calls().epoll_wait(epfd, ev, n, ms);
     }
 
+    // What the kernel's answer says of a ring-driven member's TCP socket when
+    // its doorbell rang. The socket is registered for EPOLLIN: listed too, it
+    // has news (some); not listed, the drain takes the doorbell alone (as
+    // poll's, note_news in poll_engine.cpp). A full answer may have left it out
+    // though it had news (a FIN, a reset): it stays registered and level-
+    // triggered, so the next kernel look lists it (the next call's first look,
+    // or its sleep, which then ends at once), as if it had come a little later.
+    Connection::News doorbell_news(const Interest& in, int fd, int nk) const {
+        using News = Connection::News;
+        if (!(in.kernel_events & EPOLLIN)) return News::unknown;
+        const uint64_t sock = kTag | static_cast<uint64_t>(fd);
+        for (int j = 0; j < nk; ++j)
+            if (k[j].data.u64 == sock) return News::some;
+        return News::doorbell;
+    }
+
     // Kernel events: a doorbell or TCP event of a cold interest warms it (the
     // rings answer); plain tracked sockets pass with the app's data; other
     // fds are the app's own.
@@ -647,7 +670,8 @@ struct EpollWait {
             auto it = set.fds.find(static_cast<int>(k[i].data.u64 & ~kTagMask));
             if (it == set.fds.end()) continue;
             Interest& in = it->second;
-            if (in.cold) warm(set, in, true);
+            if (in.cold)
+                warm(set, in, true, tag == kWakeTag ? doorbell_news(in, it->first, nk) : Connection::News::unknown);
             if (tag == kWakeTag) continue;
             if (in.ring_driven) {
                 // The TCP socket under the ring has news (the peer's end, a reset, a
@@ -674,9 +698,14 @@ struct EpollWait {
     }
 
     // Looks at every watched interest; with commit, reports into out[n..max).
-    // Without, only says whether one is ready.
+    // Without, only says whether one is ready. Starts where the last full
+    // answer left a ready one out (EpollSet::scan_from).
     int scan(int n, bool commit) {
-        for (size_t i = 0; i < set.watch.size(); ++i) {
+        const size_t count = set.watch.size();
+        const size_t from = count ? set.scan_from % count : 0;
+        bool left_out = false;
+        for (size_t j = 0; j < count; ++j) {
+            const size_t i = (from + j) % count;
             auto it = set.fds.find(set.watch[i].first);
             if (it == set.fds.end() || it->second.id != set.watch[i].second) continue;
             Interest& in = it->second;
@@ -696,7 +725,11 @@ struct EpollWait {
             if (!commit) return 1;
             in.idle = 0;
             const bool fresh_entry = !listed(in);
-            if (put(in, ev, n) && fresh_entry && timeout_us != 0 && in.sock->conn->spin_policy().learns())
+            if (!put(in, ev, n)) {
+                if (!left_out) set.scan_from = i, left_out = true;
+                continue;
+            }
+            if (fresh_entry && timeout_us != 0 && in.sock->conn->spin_policy().learns())
                 in.sock->conn->spin_policy().record(wait::now_us() - start);
         }
         return n;
@@ -727,30 +760,52 @@ struct EpollWait {
     // Sets registered in this one: their fds must read true in our kernel half.
     Exposed expose_inner() { return expose_sets_inside(set, 1); }
 
-    int check(bool kernel_too) {
+    int check(wait::Look look) {
         int nk = fresh;
         fresh = -1;
+        bool ask = false;
         if (nk < 0) {
-            // An all-cold set: the sleep that follows asks the kernel anyway. Right
-            // after a spin found a member ready, the rings answer alone (wait_engine.hpp).
-            if ((first && set.watch.empty() && set.nested.empty() && timeout_us != 0) || !kernel_too) nk = 0;
-            else expose_inner(), nk = kernel_wait(k.data(), max, 0);
-            if (nk < 0) return -1;
+            // An all-cold set, or (Look::rings_first) no hot member ready: the
+            // sleep that follows asks the kernel anyway. Right after a spin found
+            // a member ready, the rings answer alone (wait_engine.hpp). Sets
+            // inside this one are exposed before the kernel is asked.
+            const bool sleep_asks = first && set.nested.empty() && timeout_us != 0 &&
+                                    (set.watch.empty() || (look == wait::Look::rings_first && scan(0, false) == 0));
+            if (sleep_asks || look == wait::Look::rings) nk = 0;
+            else ask = true;
         }
         first = false;
         call = ++set.calls;  // a new answer: nothing listed in it yet
         rescue_cold();
-        int n = take_kernel(nk, 0);
-        // Only ever at most the slots left: every program event the kernel gives
-        // now is reported (an edge taken and dropped would be lost for good).
-        for (int again = 0; again < 4 && internal_taken > 0 && n < max; ++again) {
+        int n = 0;
+        // Who goes first when both cannot fit: a full answer hands the lead to
+        // the side it left out (EpollSet::rings_lead), as the kernel's ready
+        // list takes turns. The kernel's events, once taken, are always
+        // reported (an edge taken and dropped would be lost for good), so it
+        // is asked for at most the slots the rings left.
+        const bool rings_lead = ask && set.rings_lead;
+        if (rings_lead) n = scan(0, true);
+        if (ask && n < max) {
+            expose_inner();
+            nk = kernel_wait(k.data(), max - n, 0);
+            if (nk < 0) return -1;
+        }
+        if (nk > 0) n = take_kernel(nk, n);
+        n = scan(n, true);  // after rings_lead: members the kernel's answer warmed (listed ones merge)
+        // Events of ours took slots of the kernel's answer that the program's fds
+        // may need: ask again for at most the slots left. When the rings filled
+        // the answer, the program's fds go first in the next call.
+        bool refilled = false;
+        for (int again = 0; again < 4 && nk > 0 && internal_taken > 0 && n < max; ++again) {
             const int more = kernel_wait(k.data(), max - n, 0);
             if (more <= 0) break;
             refilling = true;
             n = take_kernel(more, n);
             refilling = false;
+            refilled = true;
         }
-        n = scan(n, true);
+        if (refilled) n = scan(n, true);  // members the refill warmed (entries already listed merge)
+        set.rings_lead = n >= max && !rings_lead;
         if (n > 0) retire_idle();
         prune(set);
         if (ready_seen && scan(0, false) == 0) lower_ready(set);  // else it stays true (level-triggered members)

@@ -74,10 +74,11 @@ struct PollWait {
         for (auto& e : t) k[e.idx].events = e.kernel_events;
     }
 
-    // Rings plus the kernel's answer (without kernel_too: nothing from the
-    // kernel, wait_engine.hpp); writes revents and returns the count.
-    int check(bool kernel_too) {
-        evaluate_rings();
+    // Rings plus the kernel's answer (what Look asks, wait_engine.hpp); writes
+    // revents and returns the count.
+    int check(wait::Look look) {
+        const int rings = evaluate_rings();
+        const bool kernel_too = look == wait::Look::full || (look == wait::Look::rings_first && rings > 0);
         if (!kernel_fresh && kernel_too) {
             for (int fd : sets) expose_set(fd);
             kernel_request();

@@ -492,10 +492,12 @@ private:
     bool fds_have_news();
     // What News asks of the drain's owner: nothing, the doorbell, all, or a look first.
     void drain_for(News n);
-    // A sender's look at the TCP socket, at most once every kTcpLookCycles (ring_send).
-    void look_at_socket_now_and_then();
+    // A look at the TCP socket (a drain if free) unless one was made within
+    // kTcpLookCycles: a sender's (ring_send), or a nonblocking reader's that
+    // found the ring empty. Every drain counts as a look (drain_for); true if it looked.
+    bool look_at_socket_now_and_then();
     static constexpr uint64_t kTcpLookCycles = 2'000'000;  // ~1 ms at 2-3 GHz
-    uint64_t next_tcp_look_ = 0;  // time stamp counter; under write_mu_
+    std::atomic<uint64_t> next_tcp_look_{0};  // time stamp counter; relaxed (a hint: a late look costs a syscall, an early one a millisecond)
     std::atomic<bool> peer_closed_{false};  // kernel EOF seen on the doorbell stream
     std::atomic<bool> peer_reset_{false};
     std::atomic<bool> tcp_failed_{false};  // socket_failed: the kernel forgot the socket (no FIN at our close)

@@ -179,7 +179,10 @@ bool Connection::drain_if_free(News n) {
 }
 
 // The one place that turns what a wait saw into a drain (News, connection.hpp).
+// Each News comes from a kernel look at the socket (the sleep's, or
+// fds_have_news below): the next now-and-then look can wait.
 void Connection::drain_for(News n) {
+    next_tcp_look_.store(__rdtsc() + kTcpLookCycles, std::memory_order_relaxed);
     switch (n) {
         case News::none: return;
         case News::doorbell: return drain_locked(false);
@@ -208,15 +211,15 @@ bool Connection::fds_have_news() {
 // A peer that died (its kernel's FIN, or RST where it left our bytes unread)
 // says so only on the TCP socket, which a program that only sends never has
 // us read: TCP's send after the RST fails, ours went on into a ring nobody
-// reads. Looked at now and then (a peek costs a system call, a send on the
-// ring none), the FIN or RST reaches the sender as if it had travelled about
-// a millisecond longer.
-void Connection::look_at_socket_now_and_then() {
-    if (peer_closed_.load(std::memory_order_relaxed) || peer_reset_.load(std::memory_order_relaxed)) return;
-    const uint64_t now = __rdtsc();
-    if (now < next_tcp_look_) return;
-    next_tcp_look_ = now + kTcpLookCycles;
-    drain_if_free();
+// reads. A nonblocking reader that finds the ring empty and never waits is in
+// the same place: told EAGAIN for good. Looked at now and then (a look costs
+// a system call, a send on the ring none), the FIN or RST reaches them as if
+// it had travelled about a millisecond longer. A program that also waits
+// drains at every wake-up (drain_for), and then these looks are skipped.
+bool Connection::look_at_socket_now_and_then() {
+    if (peer_closed_.load(std::memory_order_relaxed) || peer_reset_.load(std::memory_order_relaxed)) return false;
+    if (__rdtsc() < next_tcp_look_.load(std::memory_order_relaxed)) return false;
+    return drain_if_free();
 }
 
 // ---------------------------------------------------------------- blocking calls
@@ -232,7 +235,7 @@ struct Connection::Sleeper {
     int bell = -1;                   // this thread's, registered while the phase may change (phase_bell.hpp)
     bool bell_rang = false;
 
-    int check(bool /*kernel_too*/) { return ready() ? 1 : 0; }
+    int check(wait::Look /*look*/) { return ready() ? 1 : 0; }
     bool peek() { return ready(); }
     uint32_t spin_budget_us() { return c.spin_.budget_us(); }
     bool learns() { return c.spin_.learns(); }

@@ -416,10 +416,11 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         if (shut_rd_.load()) return static_cast<ssize_t>(total);  // ours, or another thread's
         if (nb && total == 0 && !peer_closed_.load()) {
             // Without a poll nobody drains the doorbell stream: look for the
-            // peer's EOF here so a nonblocking reader is not told EAGAIN forever.
-            drain_if_free();
-            // Bytes, the end, or a reset or socket error the drain found: the loop's top reports it.
-            if (rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load()) continue;
+            // peer's EOF now and then so a nonblocking reader is not told EAGAIN forever.
+            // Bytes, the end, or a reset or socket error the look found: the loop's top reports it.
+            if (look_at_socket_now_and_then() &&
+                (rd.poll() != ring::RingStatus::would_block || peer_closed_.load() || peer_reset_.load()))
+                continue;
         }
         if (nb || (total > 0 && !waitall)) {  // (bytes from TCP before the switch: they are the call's)
             if (total > 0) return static_cast<ssize_t>(total);

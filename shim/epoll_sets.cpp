@@ -251,21 +251,17 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     // mask again, whatever it waits for. One the look finds nothing for is spent.
     if (in.state_at_report == ~0u) in.state_at_report = state;
     const bool state_edge = state != in.state_at_report;
-    if (commit && !ev) {
-        // Linux drops a queued edge whose fd has nothing left to report when
-        // epoll_wait looks (the data came and was read): it is spent.
-        in.state_at_report = state;
-        if (et_in) in.landed_at_report = landed;
-    }
+    if (commit && !ev) in.state_at_report = state;
     if (!ev) return 0;
     if (in.events & EPOLLET) {
         // An edge is new data since the last report (a monotonic count), or
         // writability regained: unseen since the report, or a send found the
         // ring full since (as TCP's SOCK_NOSPACE makes freed space a wake-up).
-        // Data is an edge for an interest in EPOLLIN even when it was read
-        // before the look: Linux queued the fd when it came, and reports what
-        // the fd has now (a writable socket: EPOLLOUT alone).
-        bool in_edge = et_in && (commit ? landed : c.arrivals()) != in.landed_at_report;
+        // Data read before the look makes no edge here (Linux's reports the
+        // rest of the mask, EPOLLOUT alone): the count is spent only with an
+        // EPOLLIN report, so no state where the count and the readiness
+        // disagree can spend an edge the reader still waits for.
+        bool in_edge = (ev & EPOLLIN) && (commit ? landed : c.arrivals()) != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
         bool end_edge = (ev & (EPOLLHUP | EPOLLERR) & ~in.ended_reported) != 0;
         if (!in_edge && !out_edge && !end_edge && !state_edge) return 0;
@@ -273,7 +269,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         // socket is EPOLLIN|EPOLLOUT); what it reported is what the next edge is
         // measured against.
         if (commit) {
-            if (et_in) in.landed_at_report = landed;
+            if (ev & EPOLLIN) in.landed_at_report = landed;
             if (ev & EPOLLOUT) in.out_reported = true, in.full_at_report = full;
             in.ended_reported |= ev & (EPOLLHUP | EPOLLERR);
             in.state_at_report = state;
@@ -685,8 +681,11 @@ struct EpollWait {
             if (in.cold) warm(set, in, true, Connection::News::some);
             if (in.ring_driven) {
                 // The TCP socket under the ring has news (the peer's end, a reset, a
-                // marker): take it now, and the scan below reports it, as TCP's would.
+                // marker): take it now, and report the member in this slot, as TCP's
+                // would be (an ended socket stays in the kernel's ready list, and
+                // takes its turns there as the member itself would).
                 if ((k[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && in.sock->conn) in.sock->conn->drain_socket_now();
+                stand_in(in, it->first, n);
                 continue;
             }
             if (in.events & EPOLLONESHOT) in.disabled = true;
@@ -695,7 +694,13 @@ struct EpollWait {
         for (int i = 0; i < got; ++i) {
             if ((k[i].data.u64 & kTagMask) != kWakeTag) continue;
             auto it = set.fds.find(static_cast<int>(k[i].data.u64 & ~kTagMask));
-            if (it != set.fds.end() && it->second.cold) warm(set, it->second, true, doorbell_news(it->second));
+            if (it == set.fds.end()) continue;
+            Interest& in = it->second;
+            // A hot member's doorbell rang after its last disarm: taken too, so it
+            // leaves the kernel's ready list. The member takes the doorbell's turn.
+            if (in.cold) warm(set, in, true, doorbell_news(in));
+            else if (in.ring_driven && in.sock->conn) in.sock->conn->drain_doorbell_now(doorbell_news(in));
+            if (in.ring_driven) stand_in(in, it->first, n);
         }
         // Events of ours (doorbells, the bell, the ready flag, ring-driven
         // members' sockets) took slots of the kernel's answer that the
@@ -705,6 +710,19 @@ struct EpollWait {
     }
     int internal_taken = 0;
     bool refilling = false;
+
+    // A ring-driven member in the slot its socket's or doorbell's kernel event
+    // had: the kernel's ready list takes turns among those as among the
+    // program's fds, so the member gets the turn TCP would have given it.
+    void stand_in(Interest& in, int fd, int& n) {
+        if (!in.listed || !in.sock->conn || !ring_driven(in) || (n >= max && !listed(in))) return;
+        short kev = 0;
+        const uint32_t ev = ring_events(in, &kev, true);
+        sync_kernel(epfd, fd, in, kev);
+        if (!ev) return;
+        in.idle = 0;
+        put(in, ev, n);
+    }
     // An untracked fd's entry (its data word) among out[0..n) of this call.
     bool already_out(uint64_t data, int n) const {
         for (int j = 0; j < n; ++j)

@@ -221,6 +221,10 @@ public:
     // take what it says (the peer's end, a reset, a marker) now; false when
     // another thread owns the drain, or before the rings carry the stream.
     bool drain_socket_now() { return phase() == Phase::upgraded && transport_ && drain_if_free(News::some); }
+    // An epoll answer listed the doorbell of a connection no waiter is armed on
+    // (a ring that came after the last disarm): take it, or it stays readable
+    // and takes a slot of every kernel answer. `n`: what that answer said.
+    bool drain_doorbell_now(News n) { return phase() == Phase::upgraded && transport_ && drain_if_free(n); }
 
     // Phase bells (phase_bell.hpp): a sleeper that began while the phase may
     // still change (a rendezvous, an in-band handshake: its wait set is not the

@@ -8,7 +8,7 @@ Per sequence (seeds SEED, SEED+1, ...): CONNS connections to a listener of this 
 ends here, so both shimmed; round trips first, so they are on the rings) and PIPES pipes. Their
 near ends (the accepted sockets, the pipes' read ends) are in two epoll sets, one
 level-triggered and one edge-triggered, each with a random interest (EPOLLIN, with EPOLLRDHUP or
-EPOLLOUT). Then random steps: bytes written at a far end, some or all read at a near end, bytes
+EPOLLOUT; EPOLLOUT in the level-triggered set only, see et_interest). Then random steps: bytes written at a far end, some or all read at a near end, bytes
 sent back from a near end and read (or not) at the far end, a far end shut for writing or closed
 (with bytes of the near end's unread: a reset; a pipe's write end closed), a near end shut for
 writing, an interest changed (EPOLL_CTL_MOD) or removed and added again, and looks with a random
@@ -112,6 +112,13 @@ def interest(rnd):
     return rnd.choice([IN, IN | RDHUP, IN | OUT])
 
 
+def et_interest(m):
+    """The edge-triggered set's interest: the same without EPOLLOUT. Data that came and was read
+    before a look is an edge Linux reports with the rest of the mask (EPOLLOUT alone); the shim
+    reports nothing for it (docs/waiting.md, "Edge-triggered data read before the look")."""
+    return (m & ~OUT) | select.EPOLLET
+
+
 def run(seed, steps, ls):
     rnd = random.Random(seed)
     print(f"## seed {seed}", flush=True)
@@ -122,7 +129,7 @@ def run(seed, steps, ls):
     for e in ends:
         want[e.fd] = interest(rnd)
         lt.register(e.fd, want[e.fd])
-        et.register(e.fd, want[e.fd] | select.EPOLLET)
+        et.register(e.fd, et_interest(want[e.fd]))
     for step in range(steps):
         e = rnd.choice(ends)
         op = rnd.choice(["write", "write", "write", "read", "read_all", "lt", "lt", "et", "et", "shut", "mod", "readd",
@@ -207,13 +214,13 @@ def run(seed, steps, ls):
         elif op == "mod":
             want[e.fd] = interest(rnd)
             lt.modify(e.fd, want[e.fd])
-            et.modify(e.fd, want[e.fd] | select.EPOLLET)
+            et.modify(e.fd, et_interest(want[e.fd]))
             print(f"{step} mod {e.name} {ev_name(want[e.fd])}")
         elif op == "readd":
             lt.unregister(e.fd)
             et.unregister(e.fd)
             lt.register(e.fd, want[e.fd])
-            et.register(e.fd, want[e.fd] | select.EPOLLET)
+            et.register(e.fd, et_interest(want[e.fd]))
             print(f"{step} readd {e.name}")
         elif op == "lt":
             slots = rnd.randint(1, len(ends))

@@ -257,7 +257,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         // An edge is new data since the last report (a monotonic count), or
         // writability regained: unseen since the report, or a send found the
         // ring full since (as TCP's SOCK_NOSPACE makes freed space a wake-up).
-        // Data read before the look makes no edge here (Linux's reports the
+        // Data read before the look makes no edge here (Linux reports the
         // rest of the mask, EPOLLOUT alone): the count is spent only with an
         // EPOLLIN report, so no state where the count and the readiness
         // disagree can spend an edge the reader still waits for.

@@ -21,6 +21,8 @@ number of slots:
       turns within every other call: within twice as many (docs/waiting.md, "Fairness")
   et  calls until one answers nothing: each call's count, then every (fd, events) in order of
       name (each edge is reported once)
+  oneshot  the same on a third, level-triggered EPOLLONESHOT set (its steps from a generator of
+      their own): each fd at most once until a `rearm` step (EPOLL_CTL_MOD) arms it again
 
 What makes a step deterministic over TCP: after a write the near end's FIONREAD says every byte
 arrived; after a shutdown or close a poll says POLLRDHUP (a reset: POLLERR or POLLHUP); reads are
@@ -121,17 +123,37 @@ def et_interest(m):
 
 def run(seed, steps, ls):
     rnd = random.Random(seed)
+    rnd1 = random.Random(seed * 7919 + 1)  # the one-shot set's steps
     print(f"## seed {seed}", flush=True)
     ends = make_ends(ls, rnd)
     by_fd = {e.fd: e for e in ends}
-    lt, et = select.epoll(), select.epoll()
+    lt, et, os1 = select.epoll(), select.epoll(), select.epoll()
     want = {}
     for e in ends:
         want[e.fd] = interest(rnd)
         lt.register(e.fd, want[e.fd])
         et.register(e.fd, et_interest(want[e.fd]))
+        os1.register(e.fd, want[e.fd] | select.EPOLLONESHOT)
     for step in range(steps):
         e = rnd.choice(ends)
+        # The one-shot set's steps come from a generator of their own, between these: a seed's
+        # other steps stay what they were before that set existed (regression seeds too).
+        extra = rnd1.choice(["oneshot", "rearm", None, None, None, None])
+        if extra == "rearm":
+            e1 = rnd1.choice(ends)
+            os1.modify(e1.fd, want[e1.fd] | select.EPOLLONESHOT)
+            print(f"{step} rearm {e1.name} {ev_name(want[e1.fd])}")
+        elif extra == "oneshot":
+            # Each fd reported at most once until it is armed again (EPOLL_CTL_MOD).
+            slots = rnd1.randint(1, len(ends))
+            counts, seen = [], []
+            for _ in range(3 * len(ends)):
+                got = os1.poll(0, slots)
+                counts.append(len(got))
+                seen += [(by_fd[fd].name, ev_name(ev)) for fd, ev in got]
+                if not got:
+                    break
+            print(f"{step} oneshot slots={slots} counts={counts} seen={sorted(seen)}")
         op = rnd.choice(["write", "write", "write", "read", "read_all", "lt", "lt", "et", "et", "shut", "mod", "readd",
                          "nwrite", "fread", "nshut"])
         if op in ("nwrite", "fread", "nshut") and e.is_pipe:
@@ -248,6 +270,7 @@ def run(seed, steps, ls):
     sys.stdout.flush()
     lt.close()
     et.close()
+    os1.close()
     for e in ends:
         if e.is_pipe:
             os.close(e.fd)

@@ -677,11 +677,16 @@ uint64_t Connection::arrivals() {
     const Phase ph = phase();
     if (ph != Phase::upgraded && ph != Phase::rv_accepted) return 0;
     if (ph == Phase::rv_accepted || rx_on_tcp()) {
-        // Still reading the peer's TCP bytes: what landed there, and its FIN once.
+        // Still reading the peer's TCP bytes: what landed there, and its FIN once,
+        // also behind bytes not read yet (POLLRDHUP: the kernel has it), as TCP's
+        // FIN is an edge when it lands, not when the reader reaches it. (A look
+        // for EOF that saw only an empty queue missed a FIN behind unread bytes:
+        // an edge-triggered reader waiting for it slept on, epoll_fuzz with the
+        // switch deferred.)
         size_t q = kernel_inq(fd_);
-        char b;
         int saved = errno;
-        bool fin = q == 0 && peek_tcp(&b, 1) == 0;
+        pollfd p{fd_, POLLRDHUP, 0};
+        const bool fin = ops_.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
         errno = saved;
         // And what the peer already wrote past its switch: those bytes are new data
         // (an edge) though they wait behind TCP bytes not read yet. Counted only

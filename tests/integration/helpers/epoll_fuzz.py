@@ -121,6 +121,21 @@ def et_interest(m):
     return (m & ~OUT) | select.EPOLLET
 
 
+def look_until_empty(ep, slots, by_fd, label):
+    """Calls with `slots` until one answers nothing (each edge, or one-shot arm, reported once):
+    prints each call's count and every (fd, events) in order of name."""
+    counts, seen = [], []
+    for _ in range(3 * len(by_fd)):
+        got = ep.poll(0, slots)
+        counts.append(len(got))
+        if len({fd for fd, _ in got}) != len(got):
+            print(f"{label} DUPLICATE in one answer: {sorted(by_fd[fd].name for fd, _ in got)}")
+        seen += [(by_fd[fd].name, ev_name(ev)) for fd, ev in got]
+        if not got:
+            break
+    print(f"{label} slots={slots} counts={counts} seen={sorted(seen)}")
+
+
 def run(seed, steps, ls):
     rnd = random.Random(seed)
     rnd1 = random.Random(seed * 7919 + 1)  # the one-shot set's steps
@@ -145,15 +160,7 @@ def run(seed, steps, ls):
             print(f"{step} rearm {e1.name} {ev_name(want[e1.fd])}")
         elif extra == "oneshot":
             # Each fd reported at most once until it is armed again (EPOLL_CTL_MOD).
-            slots = rnd1.randint(1, len(ends))
-            counts, seen = [], []
-            for _ in range(3 * len(ends)):
-                got = os1.poll(0, slots)
-                counts.append(len(got))
-                seen += [(by_fd[fd].name, ev_name(ev)) for fd, ev in got]
-                if not got:
-                    break
-            print(f"{step} oneshot slots={slots} counts={counts} seen={sorted(seen)}")
+            look_until_empty(os1, rnd1.randint(1, len(ends)), by_fd, f"{step} oneshot")
         op = rnd.choice(["write", "write", "write", "read", "read_all", "lt", "lt", "et", "et", "shut", "mod", "readd",
                          "nwrite", "fread", "nshut"])
         if op in ("nwrite", "fread", "nshut") and e.is_pipe:
@@ -256,15 +263,7 @@ def run(seed, steps, ls):
                 seen.update((by_fd[fd].name, ev_name(ev)) for fd, ev in got)
             print(f"{step} lt slots={slots} counts={counts} seen={sorted(seen)}")
         elif op == "et":
-            slots = rnd.randint(1, len(ends))
-            counts, seen = [], []
-            for _ in range(3 * len(ends)):
-                got = et.poll(0, slots)
-                counts.append(len(got))
-                seen += [(by_fd[fd].name, ev_name(ev)) for fd, ev in got]
-                if not got:
-                    break
-            print(f"{step} et slots={slots} counts={counts} seen={sorted(seen)}")
+            look_until_empty(et, rnd.randint(1, len(ends)), by_fd, f"{step} et")
         else:
             print(f"{step} {op} {e.name} skipped")
     sys.stdout.flush()

@@ -233,14 +233,14 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     Connection& c = *in.sock->conn;
     short want = static_cast<short>(in.events & kReadiness);
     c.step();
-    // What an edge is measured by is read before the readiness it is reported
-    // with: data that lands in between then makes one more edge (reported at the
-    // next look), never an edge spent on a mask that has no EPOLLIN for it.
-    // (arrivals() may cost a system call before the switch: not in a spin's peek.)
-    const bool et_in = (in.events & (EPOLLET | EPOLLIN)) == (EPOLLET | EPOLLIN);
+    // The state and ring-full counts are read before the readiness they are
+    // reported with: a change in between then makes one more edge, never one
+    // spent on a mask taken before it (a send that filled the ring after the
+    // look would leave the freed space no edge). The data count needs no such
+    // order: it is spent only with an EPOLLIN report, and what lands before the
+    // count is read, the reader's next read takes too.
     const uint32_t state = c.state_changes();
-    const uint64_t landed = et_in && commit ? c.arrivals() : 0;
-    const uint64_t full = c.send_full_count();  // the same for writability: a send that found the ring full
+    const uint64_t full = c.send_full_count();
     std::atomic_thread_fence(std::memory_order_acquire);  // the counts before the readiness loads
     uint32_t r = static_cast<uint16_t>(c.ready_events(want, kernel_events));
     uint32_t ev = r & (in.events | EPOLLERR | EPOLLHUP);
@@ -261,7 +261,8 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         // rest of the mask, EPOLLOUT alone): the count is spent only with an
         // EPOLLIN report, so no state where the count and the readiness
         // disagree can spend an edge the reader still waits for.
-        bool in_edge = (ev & EPOLLIN) && (commit ? landed : c.arrivals()) != in.landed_at_report;
+        const uint64_t landed = ev & EPOLLIN ? c.arrivals() : 0;  // (may cost a system call before the switch)
+        bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
         bool end_edge = (ev & (EPOLLHUP | EPOLLERR) & ~in.ended_reported) != 0;
         if (!in_edge && !out_edge && !end_edge && !state_edge) return 0;
@@ -699,7 +700,7 @@ struct EpollWait {
             // A hot member's doorbell rang after its last disarm: taken too, so it
             // leaves the kernel's ready list. The member takes the doorbell's turn.
             if (in.cold) warm(set, in, true, doorbell_news(in));
-            else if (in.ring_driven && in.sock->conn) in.sock->conn->drain_doorbell_now(doorbell_news(in));
+            else if (in.ring_driven && in.sock->conn) in.sock->conn->drain_now(doorbell_news(in));
             if (in.ring_driven) stand_in(in, it->first, n);
         }
         // Events of ours (doorbells, the bell, the ready flag, ring-driven

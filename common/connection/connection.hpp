@@ -220,11 +220,12 @@ public:
     // poll/select found the TCP socket readable or in error without sleeping:
     // take what it says (the peer's end, a reset, a marker) now; false when
     // another thread owns the drain, or before the rings carry the stream.
-    bool drain_socket_now() { return phase() == Phase::upgraded && transport_ && drain_if_free(News::some); }
-    // An epoll answer listed the doorbell of a connection no waiter is armed on
-    // (a ring that came after the last disarm): take it, or it stays readable
-    // and takes a slot of every kernel answer. `n`: what that answer said.
-    bool drain_doorbell_now(News n) { return phase() == Phase::upgraded && transport_ && drain_if_free(n); }
+    bool drain_socket_now() { return drain_now(News::some); }
+    // The same for what a kernel answer said of its fds (`n`): an epoll answer
+    // listed the doorbell of a connection no waiter is armed on (a ring that came
+    // after the last disarm): taken, or it stays readable and takes a slot of
+    // every kernel answer.
+    bool drain_now(News n) { return phase() == Phase::upgraded && transport_ && drain_if_free(n); }
 
     // Phase bells (phase_bell.hpp): a sleeper that began while the phase may
     // still change (a rendezvous, an in-band handshake: its wait set is not the

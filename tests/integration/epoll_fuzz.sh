@@ -2,8 +2,9 @@
 # Random epoll sets whose answers hold fewer events than are ready (helpers/epoll_fuzz.py says
 # what it does): connections on the rings and pipes in one level-triggered and one
 # edge-triggered set, random writes, reads, shutdowns, EPOLL_CTL_MOD and re-adds, and looks with
-# 1..n slots. The same program over plain TCP and with the shim preloaded: the transcripts (each
-# answer's count, every fd and event seen, no fd twice in one answer, each edge once) must be
+# 1..n slots, and poll and select over near and far ends. The same program over plain TCP and with
+# the shim preloaded: the transcripts (each answer's count, every fd and event seen, no fd twice in
+# one answer, each edge once; each poll's revents, each select's lists) must be
 # identical, and every connection end must have been on shared memory. The epoll engine splits
 # an answer between the rings and the kernel (rings_lead, scan_from, doorbell news): this is
 # where an event lost, doubled or starved by that split shows.

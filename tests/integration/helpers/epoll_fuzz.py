@@ -23,6 +23,9 @@ number of slots:
       name (each edge is reported once)
   oneshot  the same on a third, level-triggered EPOLLONESHOT set (its steps from a generator of
       their own): each fd at most once until a `rearm` step (EPOLL_CTL_MOD) arms it again
+  poll, select  one zero-timeout call over a random part of every open fd, near and far ends (the
+      connecting sockets are shimmed too), with random masks or lists: each fd's revents (from a
+      third generator, so the steps above stay what they were)
 
 What makes a step deterministic over TCP: after a write the near end's FIONREAD says every byte
 arrived; after a shutdown or close a poll says POLLRDHUP (a reset: POLLERR or POLLHUP); reads are
@@ -136,9 +139,46 @@ def look_until_empty(ep, slots, by_fd, label):
     print(f"{label} slots={slots} counts={counts} seen={sorted(seen)}")
 
 
+POLL_MASKS = [select.POLLIN, select.POLLIN | select.POLLRDHUP, select.POLLOUT, select.POLLIN | select.POLLOUT,
+              select.POLLIN | select.POLLPRI, 0]
+
+
+def open_fds(ends):
+    """(name, fd) of every end still open: the near ends, and the far ends (the connecting
+    sockets, also shimmed; a pipe's write end) until closed."""
+    fds = [(e.name, e.fd) for e in ends]
+    for e in ends:
+        if e.is_pipe and not e.far_shut:
+            fds.append((e.name + "'", e.far))
+        elif not e.is_pipe and not e.far_closed:
+            fds.append((e.name + "'", e.far.fileno()))
+    return fds
+
+
+def poll_look(rnd2, ends, label):
+    """One poll(0) over a random subset of the open fds with random masks: each fd's revents."""
+    fds = [f for f in open_fds(ends) if rnd2.random() < 0.7]
+    p = select.poll()
+    name = {}
+    for n, fd in fds:
+        p.register(fd, rnd2.choice(POLL_MASKS))
+        name[fd] = n
+    print(f"{label} poll {sorted((name[fd], ev_name(ev)) for fd, ev in p.poll(0))}")
+
+
+def select_look(rnd2, ends, label):
+    """One select(0) with random read, write and exception lists of the open fds."""
+    fds = open_fds(ends)
+    pick = [[f for f in fds if rnd2.random() < 0.5] for _ in range(3)]
+    name = {fd: n for n, fd in fds}
+    got = select.select(*[[fd for _, fd in l] for l in pick], 0)
+    print(f"{label} select {[sorted(name[fd] for fd in l) for l in got]}")
+
+
 def run(seed, steps, ls):
     rnd = random.Random(seed)
     rnd1 = random.Random(seed * 7919 + 1)  # the one-shot set's steps
+    rnd2 = random.Random(seed * 104729 + 2)  # the poll and select looks
     print(f"## seed {seed}", flush=True)
     ends = make_ends(ls, rnd)
     by_fd = {e.fd: e for e in ends}
@@ -161,6 +201,12 @@ def run(seed, steps, ls):
         elif extra == "oneshot":
             # Each fd reported at most once until it is armed again (EPOLL_CTL_MOD).
             look_until_empty(os1, rnd1.randint(1, len(ends)), by_fd, f"{step} oneshot")
+        # poll and select over every open fd, near and far ends, from a generator of their own too.
+        lk = rnd2.choice(["poll", "select", None, None])
+        if lk == "poll":
+            poll_look(rnd2, ends, step)
+        elif lk == "select":
+            select_look(rnd2, ends, step)
         op = rnd.choice(["write", "write", "write", "read", "read_all", "lt", "lt", "et", "et", "shut", "mod", "readd",
                          "nwrite", "fread", "nshut"])
         if op in ("nwrite", "fread", "nshut") and e.is_pipe:

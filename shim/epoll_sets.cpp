@@ -685,8 +685,9 @@ struct EpollWait {
             // event speaks of the TCP socket, which carries no data now (a
             // writable socket's EPOLLOUT, without the ring's bytes, and a
             // one-shot spent on it). The rings answer, as for any ring member.
-            if (!in.ring_driven && ring_driven(in)) list(set, in);
-            if (in.ring_driven || ring_driven(in)) {
+            const bool rd = ring_driven(in);
+            if (rd && !in.ring_driven) list(set, in);
+            if (rd || in.ring_driven) {
                 // The TCP socket under the ring has news (the peer's end, a reset, a
                 // marker): take it now, and report the member in this slot, as TCP's
                 // would be (an ended socket stays in the kernel's ready list, and
@@ -937,27 +938,25 @@ struct EpollWait {
     }
 };
 
-// Kernel events of a set with nothing ring-driven, hot or cold: the kernel
-// answers; we restore data words.
-// Into out[n..max); `taken` (a second look in one call): the kernel's entries
-// already met, skipped (a level-triggered fd is queued again once reported).
-int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int n, int max,
-              std::vector<uint64_t>* taken = nullptr) {
+// An event of ours in the kernel's answer (the set's phase bell, a doorbell, the
+// ready flag): it takes a slot that the program's fds may need.
+bool has_ours(const epoll_event* k, int nk) {
+    for (int i = 0; i < nk; ++i) {
+        const uint64_t tag = k[i].data.u64 & kTagMask;
+        if (tag == kBellTag || tag == kWakeTag || tag == kReadyTag) return true;
+    }
+    return false;
+}
+
+// Kernel events of a set with nothing ring-driven, hot or cold, and no event of
+// ours among them (has_ours): the kernel answers; we restore data words.
+int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int max) {
+    int n = 0;
     for (int i = 0; i < nk && n < max; ++i) {
-        if (taken) {
-            if (std::find(taken->begin(), taken->end(), k[i].data.u64) != taken->end()) continue;
-            taken->push_back(k[i].data.u64);
-        }
-        if ((k[i].data.u64 & kTagMask) == kReadyTag) lower_ready(set);
-        if ((k[i].data.u64 & kTagMask) == kBellTag) {
-            bell::drain(set.bell_fd);  // nothing of ours left to change phase
-            continue;
-        }
         if ((k[i].data.u64 & kTagMask) == kNestTag) {
             if (take_nested(set, 1, k[i])) out[n++] = k[i];
             continue;
         }
-        if ((k[i].data.u64 & kTagMask) == kWakeTag || (k[i].data.u64 & kTagMask) == kReadyTag) continue;
         if ((k[i].data.u64 & kTagMask) != kTag) {
             out[n++] = k[i];
             continue;
@@ -1165,20 +1164,6 @@ int epoll_wait_impl(int epfd, epoll_event* out, int max, int timeout_ms, const s
 }
 
 namespace {
-template <class KernelWait>
-int refill(EpollSet& set, std::vector<epoll_event>& k, int nk, epoll_event* out, int n, int max, KernelWait& kernel_wait) {
-    std::vector<uint64_t> taken;
-    for (int i = 0; i < nk; ++i) taken.push_back(k[i].data.u64);
-    for (int again = 0; again < 4 && n < max; ++again) {
-        const int more = kernel_wait(k.data(), max - n, 0);
-        if (more <= 0) break;
-        const int before = n;
-        n = translate(set, k.data(), more, out, n, max, &taken);
-        if (n - before == more) break;  // nothing of ours in this one
-    }
-    return n;
-}
-
 int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const sigset_t* mask) {
     // Handlers run on the way out, as the kernel runs them after its wait
     // (never restarted): one that closed a socket of this set while the wait
@@ -1202,19 +1187,17 @@ int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const s
             int nk = kernel_wait(k.data(), max, timeout_ms);
             if (nk <= 0) return nk;
             lk.lock();
-            if (!set->watch.empty() || set->cold != 0 || !set->nested.empty()) {
-                // A socket turned ring-driven meanwhile: hand the events to the engine.
+            // A socket turned ring-driven meanwhile, or events of ours took slots
+            // of the answer: the engine takes the events, and asks the kernel again
+            // for the slots ours took (EpollWait::check). Taken here, they left an
+            // answer short of min(maxevents, ready) (epoll_fuzz, late pass, seed 225).
+            if (!set->watch.empty() || set->cold != 0 || !set->nested.empty() || has_ours(k.data(), nk)) {
                 lk.unlock();
                 return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, nk);
             }
-            int n = translate(*set, k.data(), nk, out, 0, max);
-            // Events of ours (the bell, a doorbell, the ready flag) took slots of the
-            // kernel's answer that the program's fds may need: ask again for the
-            // slots left, as the engine does (EpollWait::check). Else an answer held
-            // fewer than min(maxevents, ready) (epoll_fuzz, late pass, seed 225).
-            if (n < nk && n < max) n = refill(*set, k, nk, out, n, max, kernel_wait);
+            int n = translate(*set, k.data(), nk, out, max);
             if (n > 0 || timeout_ms == 0) return n;
-            continue;  // only doorbells or ring-driven events: look again
+            continue;  // nothing to report (an fd gone from the set, a nested set with nothing): look again
         }
         lk.unlock();
         return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, 0);

@@ -1073,7 +1073,7 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
         int r;
         if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !sock && ev) r = nest_ctl(epfd, op, fd, *ev);
         else r = real::calls().epoll_ctl(epfd, op, fd, ev);
-        if (r == 0 && !sock && (epoll_kept_any() || leftover::any_first())) epoll_kept_ctl(epfd, op, fd, ev);
+        if (r == 0 && (!sock || op == EPOLL_CTL_DEL) && (epoll_kept_any() || leftover::any_first())) epoll_kept_ctl(epfd, op, fd, ev);
         return r;
     }
     auto set = find_set(epfd, true);
@@ -1132,7 +1132,25 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     } else if (stored.ring_driven) {
         sync_kernel(epfd, fd, stored, 0);  // it left the rings since: the kernel gets the program's events
     }
+    if (leftover::any_first()) epoll_kept_ctl(epfd, op, fd, ev);  // a forked child's claim (epoll_note_claimed)
     return 0;
+}
+
+void epoll_note_claimed(const Connection* conn) {
+    std::vector<std::shared_ptr<EpollSet>> sets;
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        for (auto& [epfd, set] : *g_sets) sets.push_back(set);
+    }
+    for (auto& set : sets) {
+        std::vector<std::pair<int, epoll_event>> held;  // its interests in the socket (fd, the program's)
+        {
+            std::lock_guard<std::mutex> lk(set->mu);
+            for (auto& [fd, in] : set->fds)
+                if (in.sock && in.sock->conn.get() == conn && !in.disabled) held.push_back({fd, epoll_event{in.events, in.data}});
+        }
+        for (auto& [fd, ev] : held) epoll_kept_ctl(set->epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
 }
 
 bool epoll_emulated(int epfd) { return find_set(epfd, false) != nullptr; }

@@ -30,6 +30,7 @@
 
 namespace rdmasock {
 struct Socket;
+class Connection;
 }
 
 namespace rdmasock::shim {
@@ -64,6 +65,11 @@ bool confirm_set_ready(int epfd);
 // close() of an fd: drop the set it names, and (for a tracked socket) drop it
 // from every set.
 void epoll_forget(int fd, bool tracked_socket);
+// A hand-over in a call on this connection (a forked child's first use,
+// Connection::Unread::claim_when_sole) kept bytes that come before the
+// kernel's: every set holding the socket reports it readable until they are
+// read (epoll_kept.hpp), as the kernel reports bytes it queued.
+void epoll_note_claimed(const Connection* conn);
 // The last fd of a socket that was ever dup'd closed: its registrations may sit
 // under another number (the kernel keys them by file, we by fd): drop them all.
 void epoll_forget_socket(const Socket* sock);

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "epoll_sets.hpp"
 #include "errno_keep.hpp"
 #include "real_calls.hpp"
 #include "sys/iov_check.hpp"
@@ -54,6 +55,13 @@ ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
 
 }  // namespace
 
+// A hand-over in this call (a forked child's first use) claimed bytes that
+// come before the kernel's: the epoll sets holding the socket report them.
+static void note_claimed(Socket& s) {
+    if (leftover::any_first() && s.conn->is_plain() && leftover::first_pending(s.conn->socket_inode()))
+        epoll_note_claimed(s.conn.get());
+}
+
 // recv and send are cancellation points (thread_cancel.hpp).
 ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
     cancel::Span span;
@@ -64,6 +72,7 @@ ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_ma
     // ring's last bytes: they come before the kernel's end.
     if (r <= 0 && leftover::any() && !(flags & MSG_OOB) && iov_total(iov, cnt) > 0)
         r = leftover::after_kernel(s.conn->socket_inode(), iov, static_cast<int>(cnt), flags, r, errno);
+    note_claimed(s);
     return span.leave(kept(settled(s, r, false, flags)));
 }
 
@@ -74,41 +83,17 @@ ssize_t after_kernel_recv(int fd, const iovec* iov, size_t cnt, int flags, ssize
 }
 
 bool recv_first(int fd, const iovec* iov, size_t cnt, int flags, ssize_t& out) {
-    if (!leftover::any_first() || (flags & (MSG_OOB | MSG_ERRQUEUE)) || cnt > 1024) return false;
-    const size_t want = iov_total(iov, cnt);
-    if (want == 0) return false;  // the kernel answers a receive of nothing
-    const int saved = errno;
-    const bool served = leftover::before_kernel(leftover::inode_of(fd), iov, static_cast<int>(cnt), flags, out);
-    errno = saved;
-    if (!served) return false;
-    const size_t got = static_cast<size_t>(out);
-    if (got == 0 || got == want || !(flags & MSG_WAITALL) || (flags & MSG_PEEK)) return true;
-    // MSG_WAITALL: the rest from the kernel, as one TCP receive would wait for it.
-    std::vector<iovec> rest;
-    size_t skip = got;
-    for (size_t i = 0; i < cnt; ++i) {
-        if (skip >= iov[i].iov_len) {
-            skip -= iov[i].iov_len;
-            continue;
-        }
-        rest.push_back({static_cast<char*>(iov[i].iov_base) + skip, iov[i].iov_len - skip});
-        skip = 0;
-    }
-    msghdr m{};
-    m.msg_iov = rest.data();
-    m.msg_iovlen = rest.size();
-    // (A signal or the end there: the bytes so far, as a TCP receive returns them.)
-    const ssize_t r = real::calls().recvmsg(fd, &m, flags);
-    if (r > 0) out += r;
-    errno = saved;
-    return true;
+    if (!leftover::any_first()) return false;
+    return leftover::receive_first(fd, leftover::inode_of(fd), iov, cnt, flags, out, real::calls().recvmsg);
 }
 
 ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
-    return span.leave(kept(settled(s, s.conn->send(iov, static_cast<int>(cnt), flags), true)));
+    const ssize_t r = s.conn->send(iov, static_cast<int>(cnt), flags);
+    note_claimed(s);
+    return span.leave(kept(settled(s, r, true)));
 }
 
 ssize_t recv_one(Socket& s, void* buf, size_t n, int flags) {

@@ -2,6 +2,8 @@
 #include "sys/raw_syscall.hpp"
 #include "sys/kernel_calls.hpp"
 #include "connection/connection_detail.hpp"
+#include "shm/leftover.hpp"
+#include "shm/peer_check.hpp"
 #include "wait/cpu_load.hpp"
 
 #include <sys/stat.h>
@@ -436,14 +438,14 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
         case Phase::failed: errno = ECONNRESET; return -1;
         case Phase::upgraded:
             if (!owned_by_this_process()) {  // a forked child: both processes go on over TCP
-                if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+                if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return errno = EIO, -1;
                 return send(iov, iovcnt, flags);
             }
             // Forked while our sends were still on TCP: a child may have written the
             // socket too, and our switch offset would count only our own bytes (the
             // peer would find the child's past it). Nobody can know the offset: TCP.
             if (side_tried_ && !tx_switched_ && forked_since_rendezvous()) {
-                if (!hand_over("forked before this side's sends switched to the ring")) return errno = EIO, -1;
+                if (!hand_over("forked before this side's sends switched to the ring", Unread::claim_when_sole)) return errno = EIO, -1;
                 return send(iov, iovcnt, flags);
             }
             return ring_send(iov, iovcnt, flags);
@@ -471,7 +473,7 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
         case Phase::upgraded:
         case Phase::rv_accepted:
             if (!owned_by_this_process()) {
-                if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+                if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return errno = EIO, -1;
                 return recv(iov, iovcnt, flags);
             }
             return ring_recv(iov, iovcnt, flags);
@@ -480,8 +482,18 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
         case Phase::rv_offered: return tcp_recv(iov, iovcnt, flags);
         default: break;
     }
+    if (ssize_t r; kept_first(iov, iovcnt, flags, r)) return r;
     if (counts_own_bytes()) return tcp_recv(iov, iovcnt, flags);
     return kernel_io(false, iov, iovcnt, flags);
+}
+
+// Bytes a forked child's hand-over claimed (Unread::claim_when_sole) come
+// before the kernel's, for every receive of this (now plain) connection: the
+// other claims leave the shim's connection behind, and the socket's receives
+// find them in the interposer (shim::recv_first), through the same function.
+bool Connection::kept_first(const iovec* iov, int iovcnt, int flags, ssize_t& out) {
+    return leftover::any_first() &&
+           leftover::receive_first(fd_, inode_, iov, static_cast<size_t>(iovcnt), flags, out, ops_.recvmsg);
 }
 
 // A transport that broke after the upgrade (RDMA: a queue-pair error, a peer
@@ -511,7 +523,7 @@ int Connection::shutdown(int how, bool* kernel_carries) {
         // A forked copy: the socket is both processes', and so is its shutdown
         // (the parent reads EOF or a reset as over TCP). The FIN record is the
         // owner's to write: the connection goes back to TCP, and the kernel shuts it.
-        if (!hand_over("a forked child used the connection")) return errno = EIO, -1;
+        if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return errno = EIO, -1;
         return static_cast<int>(raw_syscall(SYS_shutdown, fd_, how));
     }
     bool fin_owed = false;  // our sends reached the ring while this call began on TCP
@@ -626,6 +638,16 @@ void Connection::close_last_reference() {
             // from its ring's reader state (a reset where bytes were left unread,
             // as TCP's close with unread bytes).
             if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process()) tell_reader_gone(kernel_inq(fd_) > 0);
+            break;
+        case Phase::plain:
+            // Bytes a claim kept (claim_when_sole) and nobody read are TCP's
+            // unread bytes: the last holder's close is a RST, as TCP's.
+            if (leftover::first_pending(inode_) && peer_check::held_only_here(inode_)) {
+                linger l{1, 0};
+                const int saved = errno;
+                kernel_sockopt_set(fd_, SO_LINGER, &l, sizeof l);
+                errno = saved;
+            }
             break;
         default: break;
     }

@@ -161,8 +161,12 @@ public:
     // Unread::may_claim (an exec into a program that loads the shim): where the
     // peer does not answer, this side claims what the peer left in its ring
     // (claim_receives) instead of waiting for it, as TCP's exec goes on at once.
-    enum class Unread { ask_peer, may_claim };
+    // Unread::claim_when_sole (a fork): the same, once no other process holds
+    // the socket (the parent closed its copy), so no reader can miss the bytes.
+    enum class Unread { ask_peer, may_claim, claim_when_sole };
     bool hand_over(const char* why, Unread unread = Unread::ask_peer);
+    // Serves bytes a claim_when_sole hand-over kept, before the kernel's; false: none.
+    bool kept_first(const iovec* iov, int iovcnt, int flags, ssize_t& out);
     // hand_over() for several connections at once (an exec's inherited sockets,
     // SCM_RIGHTS, a seccomp filter, io_uring): each one's first step (its sends
     // back, its receives asked for) before any waits for its peer's part, which

@@ -488,11 +488,22 @@ bool Connection::finish_hand_over(const char* why, Unread unread) {
         // or (may_claim) we take it ourselves once its writer is idle.
         const int64_t start = now_us();
         int64_t next_note = start + 5000000;
+        // claim_when_sole: a live peer answers within microseconds; the scan of
+        // every process for other holders waits that long first, then runs
+        // every 100 ms (a parent closes its copy soon after the fork).
+        int64_t next_sole_look = start + 2000;
         while (state(*rc) != kBack) {
             if (unread == Unread::may_claim && claim_receives()) break;
+            if (unread == Unread::claim_when_sole && now_us() >= next_sole_look) {
+                if (peer_check::held_only_here(socket_inode()) && claim_receives()) break;
+                next_sole_look = now_us() + 100000;
+            }
             pollfd p[2] = {{transport_->wake_fd(), POLLIN, 0}, {fd_, POLLRDHUP, 0}};
             // (may_claim: the writer was mid-write; it is done within a copy.)
-            nap_for_peer([&] { ops_.poll(p, 2, unread == Unread::may_claim ? 1 : 100); });
+            int nap_ms = unread == Unread::may_claim ? 1 : 100;
+            if (unread == Unread::claim_when_sole)
+                nap_ms = static_cast<int>(std::clamp<int64_t>((next_sole_look - now_us()) / 1000, 1, 100));
+            nap_for_peer([&] { ops_.poll(p, 2, nap_ms); });
             if (p[0].revents & POLLIN) transport_->drain_wake();
             if (state(*rc) == kBack) break;
             if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {

@@ -236,6 +236,8 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         if (downgrade_due()) serve_downgrade();  // the peer asked for our sends back
         if (ask_pending()) ask_locked();         // hand_over() is waiting for us to ask
         if (!peeked_to_switch && rx_on_tcp()) {
+            // Handed back by a claim while this reader waited for the lock: its kept bytes first.
+            if (ssize_t r; total == 0 && rx_back() && kept_first(iov, iovcnt, flags, r)) return r;
             // Bytes the peer sent before its switch: from TCP, never past the offset.
             uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
             size_t room = want - total;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "ring/downgrade.hpp"
 #include "base/log.hpp"
@@ -210,6 +211,39 @@ bool before_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t
         refresh_first_locked();
     }
     return served;
+}
+
+bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int flags, ssize_t& out,
+                   ssize_t (*kernel_recvmsg)(int, msghdr*, int)) {
+    if (!any_first() || (flags & (MSG_OOB | MSG_ERRQUEUE)) || cnt > 1024) return false;
+    size_t want = 0;
+    for (size_t i = 0; i < cnt; ++i) want += iov[i].iov_len;
+    if (want == 0) return false;  // the kernel answers a receive of nothing
+    const int saved = errno;
+    const bool served = before_kernel(inode, iov, static_cast<int>(cnt), flags, out);
+    errno = saved;
+    if (!served) return false;
+    const size_t got = static_cast<size_t>(out);
+    if (got == 0 || got == want || !(flags & MSG_WAITALL) || (flags & MSG_PEEK)) return true;
+    // MSG_WAITALL: the rest from the kernel, as one TCP receive would wait for it.
+    std::vector<iovec> rest;
+    size_t skip = got;
+    for (size_t i = 0; i < cnt; ++i) {
+        if (skip >= iov[i].iov_len) {
+            skip -= iov[i].iov_len;
+            continue;
+        }
+        rest.push_back({static_cast<char*>(iov[i].iov_base) + skip, iov[i].iov_len - skip});
+        skip = 0;
+    }
+    msghdr m{};
+    m.msg_iov = rest.data();
+    m.msg_iovlen = rest.size();
+    // (A signal or the end there: the bytes so far, as a TCP receive returns them.)
+    const ssize_t r = kernel_recvmsg(fd, &m, flags);
+    if (r > 0) out += r;
+    errno = saved;
+    return true;
 }
 
 bool first_pending(uint64_t inode) {

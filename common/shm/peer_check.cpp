@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
@@ -128,22 +129,20 @@ bool holds(pid_t pid, uid_t uid, int claimed_fd, const SocketId& expected, bool 
     return true;
 }
 
-bool holds_socket(pid_t pid, uint64_t inode) {
-    if (pid <= 0 || inode == 0) return false;
-    char dir[48];
-    std::snprintf(dir, sizeof dir, "/proc/%d/fd", static_cast<int>(pid));
-    const int saved = errno;
+namespace {
+
+// The entries of a /proc directory, by getdents64 (no libc DIR: its calls may
+// be the program's interposed ones); `each` returns false to stop.
+template <class Each>
+bool each_entry(const char* dir, Each each) {
     const int d = kernel::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (d < 0) return errno = saved, false;
-    char want[48];
-    std::snprintf(want, sizeof want, "socket:[%llu]", static_cast<unsigned long long>(inode));
-    const size_t want_len = std::strlen(want);
+    if (d < 0) return false;
     alignas(8) char buf[4096];
-    bool found = false;
-    for (;;) {
+    bool go = true;
+    while (go) {
         const long n = raw_syscall(SYS_getdents64, d, buf, sizeof buf);
         if (n <= 0) break;
-        for (long off = 0; off < n && !found;) {
+        for (long off = 0; off < n && go;) {
             struct Dirent {
                 uint64_t ino;
                 int64_t off;
@@ -153,17 +152,70 @@ bool holds_socket(pid_t pid, uint64_t inode) {
             };
             auto* e = reinterpret_cast<Dirent*>(buf + off);
             off += e->reclen;
-            if (e->name[0] < '0' || e->name[0] > '9') continue;
-            char path[96], link[64];
-            std::snprintf(path, sizeof path, "%s/%s", dir, e->name);
-            const ssize_t len = kernel::readlink(path, link, sizeof link - 1);
-            if (len == static_cast<ssize_t>(want_len) && std::memcmp(link, want, want_len) == 0) found = true;
+            if (e->name[0] >= '0' && e->name[0] <= '9') go = each(e->name);
         }
-        if (found) break;
     }
     kernel::close(d);
+    return true;
+}
+
+enum class Held { yes, no, unknown };
+
+// Whether process `pid` has socket `inode` open; unknown when its fd table
+// cannot be read (another user's process, or one that is not dumpable).
+Held look_for_socket(pid_t pid, uint64_t inode) {
+    char dir[48];
+    std::snprintf(dir, sizeof dir, "/proc/%d/fd", static_cast<int>(pid));
+    char want[48];
+    std::snprintf(want, sizeof want, "socket:[%llu]", static_cast<unsigned long long>(inode));
+    const size_t want_len = std::strlen(want);
+    bool found = false;
+    const bool read = each_entry(dir, [&](const char* name) {
+        char path[96], link[64];
+        std::snprintf(path, sizeof path, "%s/%s", dir, name);
+        const ssize_t len = kernel::readlink(path, link, sizeof link - 1);
+        found = len == static_cast<ssize_t>(want_len) && std::memcmp(link, want, want_len) == 0;
+        return !found;
+    });
+    if (found) return Held::yes;
+    return read ? Held::no : Held::unknown;
+}
+
+}  // namespace
+
+bool holds_socket(pid_t pid, uint64_t inode) {
+    if (pid <= 0 || inode == 0) return false;
+    const int saved = errno;
+    const bool held = look_for_socket(pid, inode) == Held::yes;
     errno = saved;
-    return found;
+    return held;
+}
+
+bool held_only_here(uint64_t inode) {
+    if (inode == 0) return false;
+    const int saved = errno;
+    const pid_t self = kernel::getpid();
+    const uid_t me = geteuid();
+    bool alone = true;
+    const bool listed = each_entry("/proc", [&](const char* name) {
+        const pid_t pid = static_cast<pid_t>(std::atol(name));
+        if (pid == self) return true;
+        const Held h = look_for_socket(pid, inode);
+        if (h == Held::yes) return alone = false;
+        if (h == Held::unknown) {
+            // A process of our user whose table we may not read (not dumpable)
+            // may hold it; one of another user may not: the socket reaches
+            // another user only through an exec or SCM_RIGHTS, whose hand-over
+            // takes the connection off the rings first. Gone meanwhile: not a holder.
+            char path[32];
+            std::snprintf(path, sizeof path, "/proc/%d", static_cast<int>(pid));
+            struct stat st {};
+            if (kernel::stat(path, &st) == 0 && st.st_uid == me) return alone = false;
+        }
+        return true;
+    });
+    errno = saved;
+    return listed && alone;
 }
 
 }  // namespace rdmasock::peer_check

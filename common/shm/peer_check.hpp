@@ -38,6 +38,10 @@ bool holds(pid_t pid, uid_t uid, int claimed_fd, const SocketId& expected, bool 
 // a process of our own end (a fork, an fd passed by SCM_RIGHTS). False when we
 // may not look (another user's process) or it has none.
 bool holds_socket(pid_t pid, uint64_t inode);
+// Whether no other process has socket `inode` open (every /proc/PID/fd we may
+// read; a process of our own user whose table we may not read counts as a
+// holder). A scan of every process: for a hand-over that would otherwise wait.
+bool held_only_here(uint64_t inode);
 // Whether process `pid` has this shim loaded (/proc/PID/maps names librdmasock).
 // False when we may not look (another user's process).
 bool loads_shim(pid_t pid);

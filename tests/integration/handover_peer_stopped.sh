@@ -5,16 +5,21 @@
 # connection). Over TCP the handler reads them at once; with the shim the exec'd image gets them
 # from the bytes its hand-over claimed (Connection::claim_receives, leftover.hpp before_kernel),
 # readable to recv, poll, select and epoll; the same when the server passes the socket with
-# SCM_RIGHTS to a worker process that loads the shim. Once the client runs again, its tail comes after the
-# request and then its end of stream, and the handler's answer reaches it: the same transcript.
+# SCM_RIGHTS to a worker process that loads the shim, and when the server's forked child is the
+# handler (no exec): it claims once the server has closed its copy and no other process holds
+# the socket (it reads at once, or waits in poll or epoll before each 1024 bytes, or answers
+# without reading and ends: TCP's close with bytes unread is a RST, and so is the claimer's).
+# Once the client runs again, its tail comes after the request and then its end of stream, and
+# the handler's answer reaches it: the same transcript.
 export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
 d=$IT_TMP
 export RDMASOCK_LOG=info  # the shimmed hand-over says that it claimed (checked below)
 prog="$ROOT/tests/integration/helpers/handover_peer_stopped.py"
-# WAIT:HOW, HOW exec (the server's child execs the handler) or pass (SCM_RIGHTS to a worker).
-for v in recv:exec poll:exec select:exec epoll:exec recv:pass; do
+# WAIT:HOW, HOW exec (the server's child execs the handler), pass (SCM_RIGHTS to a worker) or
+# fork (the server's forked child is the handler; the server closes its copy).
+for v in recv:exec poll:exec select:exec epoll:exec recv:pass recv:fork epoll:fork poll-parts:fork epoll-parts:fork answer:fork; do
     wait=${v%:*} how=${v#*:}
     for mode in plain shim; do
         run=without_shim; [[ $mode == shim ]] && run=with_shim
@@ -28,7 +33,8 @@ for v in recv:exec poll:exec select:exec epoll:exec recv:pass; do
         touch "$d/stopped"
         # A liveness bound, generous: the handler must read the request while the client is stopped.
         for _ in $(seq 600); do [[ -e "$d/read" ]] && break; sleep 0.1; done
-        grep -q "read 4096 bytes: intact" "$d/$v-$mode.txt" ||
+        expect="read 4096 bytes: intact"; [[ $wait == answer ]] && expect="answered without reading"
+        grep -q "$expect" "$d/$v-$mode.txt" ||
             it_fail "$v, $mode: the handler did not read the request while the client was stopped: $(cat "$d/$v-$mode.txt" "$d/$mode-srv.err")"
         for p in $cli $(ps -o pid= --ppid "$cli"); do kill -CONT "$p" 2>/dev/null; done
         it_wait "$cli" || it_fail "$v, $mode: the client failed: $(cat "$d/$mode-cli.err")"

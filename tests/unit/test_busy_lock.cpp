@@ -149,3 +149,30 @@ TEST_CASE("peer_check::holds_socket: a fork holds our socket, another process do
     waitpid(without, nullptr, 0);
     for (int fd : {sv[0], sv[1], other[0], other[1], ready[0], ready[1]}) close(fd);
 }
+
+TEST_CASE("peer_check::held_only_here: no other process holds the socket, until a fork does", "[busy_lock]") {
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    const uint64_t inode = peer_check::inode_of(sv[0]);
+    REQUIRE(inode != 0);
+    CHECK(peer_check::held_only_here(inode));
+    const int copy = dup(sv[0]);  // another number in this process is still this process
+    CHECK(peer_check::held_only_here(inode));
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    pid_t with = fork();
+    if (with == 0) {
+        (void)!write(ready[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    REQUIRE(read(ready[0], &c, 1) == 1);
+    CHECK_FALSE(peer_check::held_only_here(inode));
+    CHECK(peer_check::held_only_here(peer_check::inode_of(sv[1])) == false);  // the child holds both ends
+    kill(with, SIGKILL);
+    waitpid(with, nullptr, 0);
+    CHECK(peer_check::held_only_here(inode));
+    CHECK_FALSE(peer_check::held_only_here(0));
+    for (int fd : {sv[0], sv[1], copy, ready[0], ready[1]}) close(fd);
+}

@@ -3,13 +3,16 @@ reads the rest of the request from the inherited socket, while the client, which
 the server had not read, is stopped (SIGSTOP, as a client blocked on another channel never
 looks at this connection). Over TCP the handler reads them at once. Once the client runs again
 it sends a tail and ends its stream: the handler reads the tail after the request, then EOF.
-Roles: "server PORTFILE STOPPEDFILE WAIT [exec|pass]", "client PORT SENTFILE RESUMEFILE",
+Roles: "server PORTFILE STOPPEDFILE WAIT [exec|pass|fork]", "client PORT SENTFILE RESUMEFILE",
 "handler FD WAIT STATEDIR", "worker UNIXPATH WAIT STATEDIR". WAIT is how the handler first waits
-for the request: recv, poll, select or epoll. HOW: the server's child execs the handler, or the
-server passes the socket (SCM_RIGHTS) to a worker process started before the connection. The
-server prints what the handler read.
+for the request: recv, poll, select or epoll; or poll-parts / epoll-parts: a wait before each
+1024-byte read, with one poll object or epoll set made before the first; or answer: the
+handler sends its answer without reading the request and ends (a RST over TCP). HOW: the server's child execs the handler, or the
+server passes the socket (SCM_RIGHTS) to a worker process started before the connection, or the
+server's forked child is the handler (no exec) while the server closes its copy. The server
+prints what the handler read.
 """
-import os, select, socket, sys, time
+import errno, os, select, socket, sys, time
 
 REQUEST = bytes(range(256)) * 16
 TAIL = b"tail after the resume"
@@ -40,11 +43,35 @@ if role == "worker":
     _, fds, _, _ = socket.recv_fds(c, 16, 1)
     sys.argv = [sys.argv[0], "handler", str(fds[0]), sys.argv[3], sys.argv[4]]
     role = "handler"
-if role == "handler":
-    s = socket.socket(fileno=int(sys.argv[2]))
-    state = sys.argv[4]
-    how = wait_readable(s, sys.argv[3])
-    got = s.recv(len(REQUEST), socket.MSG_WAITALL)
+def read_in_parts(s, wait):
+    """Waits before each 1024-byte read, the waiter made once (registered before the first)."""
+    if wait == "epoll-parts":
+        e = select.epoll(); e.register(s.fileno(), select.EPOLLIN)
+        ready = lambda: e.poll(60)
+    else:
+        p = select.poll(); p.register(s, select.POLLIN)
+        ready = lambda: p.poll(60000)
+    got = b""
+    while len(got) < len(REQUEST):
+        if not ready():
+            return "%s timed out after %d bytes" % (wait, len(got)), got
+        got += s.recv(1024)
+    return "%s, 1024 bytes a read" % wait, got
+
+
+def handle(s, wait, state):
+    if wait == "answer":
+        # Answers without reading the request, and ends: TCP's last close with bytes unread is a
+        # RST, which the client finds when it runs again.
+        s.sendall(b"bye")
+        print("handler answered without reading the request", flush=True)
+        open(os.path.join(state, "read"), "w").close()
+        sys.exit(0)
+    if wait.endswith("-parts"):
+        how, got = read_in_parts(s, wait)
+    else:
+        how = wait_readable(s, wait)
+        got = s.recv(len(REQUEST), socket.MSG_WAITALL)
     print("handler (%s) read %d bytes: %s" % (how, len(got), "intact" if got == REQUEST else "DIFFERENT"), flush=True)
     open(os.path.join(state, "read"), "w").close()  # the test lets the client run again
     rest = b""
@@ -53,9 +80,13 @@ if role == "handler":
         if not b:
             break
         rest += b
-    print("handler then read %r and the end of stream" % rest, flush=True)
+    print("handler then read %s and the end of stream" % (repr(rest) if len(rest) < 64 else "%d bytes" % len(rest)), flush=True)
     s.sendall(b"bye")
     sys.exit(0)
+
+
+if role == "handler":
+    handle(socket.socket(fileno=int(sys.argv[2])), sys.argv[3], sys.argv[4])
 if role == "server":
     how = sys.argv[5] if len(sys.argv) > 5 else "exec"
     state = os.path.dirname(sys.argv[3])
@@ -78,6 +109,8 @@ if role == "server":
         worker.wait()
         sys.exit(0)
     pid = os.fork()
+    if pid == 0 and how == "fork":
+        handle(s, sys.argv[4], os.path.dirname(sys.argv[3]))
     if pid == 0:
         os.set_inheritable(s.fileno(), True)
         os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "handler", str(s.fileno()), sys.argv[4],
@@ -91,6 +124,9 @@ for _ in range(3):
 c.sendall(b"r" + REQUEST)
 with open(sys.argv[3], "w") as f: f.write("sent")
 while not os.path.exists(sys.argv[4]): time.sleep(0.05)  # stopped by the test meanwhile
-c.sendall(TAIL)
-c.shutdown(socket.SHUT_WR)
-print("client got %r" % c.recv(16, socket.MSG_WAITALL), flush=True)
+try:
+    c.sendall(TAIL)
+    c.shutdown(socket.SHUT_WR)
+    print("client got %r" % c.recv(16, socket.MSG_WAITALL), flush=True)
+except OSError as e:
+    print("client: %s" % errno.errorcode.get(e.errno, e.errno), flush=True)

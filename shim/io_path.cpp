@@ -55,10 +55,12 @@ ssize_t settled(Socket& s, ssize_t n, bool tx, int flags = 0) {
 
 }  // namespace
 
-// A hand-over in this call (a forked child's first use) claimed bytes that
-// come before the kernel's: the epoll sets holding the socket report them.
-static void note_claimed(Socket& s) {
-    if (leftover::any_first() && s.conn->is_plain() && leftover::first_pending(s.conn->socket_inode()))
+// A hand-over in this call (a forked child's first use: the connection was
+// not plain before it) claimed bytes that come before the kernel's: the epoll
+// sets holding the socket report them. Once, at the claim: a one-shot
+// interest the kept list disarmed stays disarmed until the program re-arms it.
+static void note_claimed(Socket& s, bool was_plain) {
+    if (!was_plain && leftover::any_first() && s.conn->is_plain() && leftover::first_pending(s.conn->socket_inode()))
         epoll_note_claimed(s.conn.get());
 }
 
@@ -67,12 +69,13 @@ ssize_t conn_recv(Socket& s, const iovec* iov, size_t cnt, int flags, int too_ma
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
+    const bool was_plain = s.conn->is_plain();
     ssize_t r = s.conn->recv(iov, static_cast<int>(cnt), flags);
     // A hand-over in this call (a forked child's first read) may have kept the
     // ring's last bytes: they come before the kernel's end.
     if (r <= 0 && leftover::any() && !(flags & MSG_OOB) && iov_total(iov, cnt) > 0)
         r = leftover::after_kernel(s.conn->socket_inode(), iov, static_cast<int>(cnt), flags, r, errno);
-    note_claimed(s);
+    note_claimed(s, was_plain);
     return span.leave(kept(settled(s, r, false, flags)));
 }
 
@@ -91,8 +94,9 @@ ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_ma
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;
     ErrnoKept kept;
+    const bool was_plain = s.conn->is_plain();
     const ssize_t r = s.conn->send(iov, static_cast<int>(cnt), flags);
-    note_claimed(s);
+    note_claimed(s, was_plain);
     return span.leave(kept(settled(s, r, true)));
 }
 

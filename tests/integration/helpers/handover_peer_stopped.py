@@ -6,7 +6,8 @@ it sends a tail and ends its stream: the handler reads the tail after the reques
 Roles: "server PORTFILE STOPPEDFILE WAIT [exec|pass|fork]", "client PORT SENTFILE RESUMEFILE",
 "handler FD WAIT STATEDIR", "worker UNIXPATH WAIT STATEDIR". WAIT is how the handler first waits
 for the request: recv, poll, select or epoll; or poll-parts / epoll-parts: a wait before each
-1024-byte read, with one poll object or epoll set made before the first; or answer: the
+1024-byte read, with one poll object or epoll set made before the first (oneshot-parts: with
+EPOLLONESHOT, re-armed after each read); or answer: the
 handler sends its answer without reading the request and ends (a RST over TCP). HOW: the server's child execs the handler, or the
 server passes the socket (SCM_RIGHTS) to a worker process started before the connection, or the
 server's forked child is the handler (no exec) while the server closes its copy. The server
@@ -44,10 +45,27 @@ if role == "worker":
     sys.argv = [sys.argv[0], "handler", str(fds[0]), sys.argv[3], sys.argv[4]]
     role = "handler"
 def read_in_parts(s, wait):
-    """Waits before each 1024-byte read, the waiter made once (registered before the first)."""
+    """Waits before each 1024-byte read, the waiter made once (registered before the first).
+    oneshot-parts: EPOLLONESHOT, re-armed after each read, and looked at after each read before
+    the re-arm (no report then: the kernel disarmed it)."""
     if wait == "epoll-parts":
         e = select.epoll(); e.register(s.fileno(), select.EPOLLIN)
         ready = lambda: e.poll(60)
+    elif wait == "oneshot-parts":
+        e = select.epoll(); e.register(s.fileno(), select.EPOLLIN | select.EPOLLONESHOT)
+        if not e.poll(60):
+            return "%s timed out before the first read" % wait, b""
+        got = s.recv(1024)
+        unarmed = 0
+        while True:
+            unarmed += len(e.poll(0.05))  # after each read, before the re-arm
+            if len(got) == len(REQUEST):
+                break
+            e.modify(s.fileno(), select.EPOLLIN | select.EPOLLONESHOT)
+            if not e.poll(60):
+                return "%s timed out after %d bytes" % (wait, len(got)), got
+            got += s.recv(1024)
+        return "%s, %d reports before a re-arm" % (wait, unarmed), got
     else:
         p = select.poll(); p.register(s, select.POLLIN)
         ready = lambda: p.poll(60000)

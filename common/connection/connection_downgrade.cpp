@@ -489,14 +489,17 @@ bool Connection::finish_hand_over(const char* why, Unread unread) {
         const int64_t start = now_us();
         int64_t next_note = start + 5000000;
         // claim_when_sole: a live peer answers within microseconds; the scan of
-        // every process for other holders waits that long first, then runs
-        // every 100 ms (a parent closes its copy soon after the fork).
+        // every process for other holders waits 2 ms first, then runs every
+        // 100 ms (a parent closes its copy soon after the fork), or less often
+        // where a scan is slow (many processes): at most a twentieth of the time.
         int64_t next_sole_look = start + 2000;
         while (state(*rc) != kBack) {
             if (unread == Unread::may_claim && claim_receives()) break;
             if (unread == Unread::claim_when_sole && now_us() >= next_sole_look) {
+                const int64_t scan_start = now_us();
                 if (peer_check::held_only_here(socket_inode()) && claim_receives()) break;
-                next_sole_look = now_us() + 100000;
+                const int64_t scanned = now_us();
+                next_sole_look = scanned + std::max<int64_t>(100000, 20 * (scanned - scan_start));
             }
             pollfd p[2] = {{transport_->wake_fd(), POLLIN, 0}, {fd_, POLLRDHUP, 0}};
             // (may_claim: the writer was mid-write; it is done within a copy.)

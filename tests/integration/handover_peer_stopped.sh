@@ -23,7 +23,7 @@ for v in recv:exec poll:exec select:exec epoll:exec recv:pass recv:fork epoll:fo
     wait=${v%:*} how=${v#*:}
     for mode in plain shim; do
         run=without_shim; [[ $mode == shim ]] && run=with_shim
-        rm -f "$d/port" "$d/sent" "$d/stopped" "$d/read" "$d"/worker.sock*
+        rm -f "$d/port" "$d/sent" "$d/stopped" "$d/read" "$d/parent-closed" "$d"/worker.sock*
         it_bg srv $run -t 120 "$PYTHON" "$prog" server "$d/port" "$d/stopped" "$wait" "$how" >"$d/$v-$mode.txt" 2>"$d/$mode-srv.err"
         for _ in $(seq 600); do [[ -s "$d/port" ]] && break; sleep 0.1; done
         it_bg cli $run -t 120 "$PYTHON" "$prog" client "$(cat "$d/port")" "$d/sent" "$d/read" >"$d/$v-$mode-cli.txt" 2>"$d/$mode-cli.err"

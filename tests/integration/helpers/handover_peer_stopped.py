@@ -80,8 +80,11 @@ def read_in_parts(s, wait):
 def handle(s, wait, state):
     if wait == "answer":
         # Answers without reading the request, and ends: TCP's last close with bytes unread is a
-        # RST, which the client finds when it runs again.
+        # RST, which the client finds when it runs again. The last close is ours: the server has
+        # closed its copy before it (else the RST could come after the client's resume).
         s.sendall(b"bye")
+        while not os.path.exists(os.path.join(state, "parent-closed")): time.sleep(0.01)
+        s.close()
         print("handler answered without reading the request", flush=True)
         open(os.path.join(state, "read"), "w").close()
         sys.exit(0)
@@ -134,6 +137,7 @@ if role == "server":
         os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "handler", str(s.fileno()), sys.argv[4],
                                   os.path.dirname(sys.argv[3])])
     s.close()
+    open(os.path.join(state, "parent-closed"), "w").close()
     os.waitpid(pid, 0)
     sys.exit(0)
 c = socket.create_connection(("127.0.0.1", int(sys.argv[2])))

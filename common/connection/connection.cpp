@@ -648,6 +648,7 @@ void Connection::close_last_reference() {
                 kernel_sockopt_set(fd_, SO_LINGER, &l, sizeof l);
                 errno = saved;
             }
+            leftover::drop(inode_);  // this process's last descriptor of the socket
             break;
         default: break;
     }

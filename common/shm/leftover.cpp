@@ -253,6 +253,19 @@ bool first_pending(uint64_t inode) {
     return e && first_owed(e->h);
 }
 
+void drop(uint64_t inode) {
+    if (!any() || inode == 0) return;
+    std::lock_guard<std::mutex> lk(g_mu);
+    Entry* e = find_locked(inode);
+    if (!e) return;
+    munmap(e->h, e->size);
+    raw_syscall(SYS_close, e->fd);
+    *e = g_entries->back();
+    g_entries->pop_back();
+    g_any.store(!g_entries->empty(), std::memory_order_release);
+    refresh_first_locked();
+}
+
 int memfd_of(uint64_t inode) {
     std::lock_guard<std::mutex> lk(g_mu);
     Entry* e = find_locked(inode);

@@ -17,6 +17,8 @@
 #include "base/log.hpp"
 #include "sys/own_fd.hpp"
 #include "real_calls.hpp"
+#include "shm/leftover.hpp"
+#include "shm/peer_check.hpp"
 #include "shim_state.hpp"
 #include "sys/signal_seen.hpp"
 #include "sys/thread_cancel.hpp"
@@ -81,6 +83,14 @@ int close(int fd) {
         cancel::point_at_entry();  // a pending pthread_cancel: nothing is closed (libc's close acts there too)
         if (is_own_fd(fd)) return not_opened();
         signals::DeferHandlers held;  // a handler that closes too would wait for the locks this close holds
+        // A plain socket with kept bytes (an exec'd image's, an SCM_RIGHTS
+        // receiver's; a tracked connection does this at its last close): its
+        // last descriptor here.
+        if (leftover::any() && !fd_table().contains(fd)) {
+            const uint64_t inode = leftover::inode_of(fd);
+            if (inode && (leftover::pending(inode) || leftover::first_pending(inode)) && peer_check::descriptors_here(inode) == 1)
+                leftover::closing_last(fd, inode);
+        }
         forget_fd(fd);
     }
     return kept(calls().close(fd));

@@ -3,7 +3,6 @@
 #include "sys/kernel_calls.hpp"
 #include "connection/connection_detail.hpp"
 #include "shm/leftover.hpp"
-#include "shm/peer_check.hpp"
 #include "wait/cpu_load.hpp"
 
 #include <sys/stat.h>
@@ -640,15 +639,7 @@ void Connection::close_last_reference() {
             if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process()) tell_reader_gone(kernel_inq(fd_) > 0);
             break;
         case Phase::plain:
-            // Bytes a claim kept (claim_when_sole) and nobody read are TCP's
-            // unread bytes: the last holder's close is a RST, as TCP's.
-            if (leftover::first_pending(inode_) && peer_check::held_only_here(inode_)) {
-                linger l{1, 0};
-                const int saved = errno;
-                kernel_sockopt_set(fd_, SO_LINGER, &l, sizeof l);
-                errno = saved;
-            }
-            leftover::drop(inode_);  // this process's last descriptor of the socket
+            leftover::closing_last(fd_, inode_);  // bytes a claim kept (claim_when_sole)
             break;
         default: break;
     }

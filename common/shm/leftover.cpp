@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ring/downgrade.hpp"
+#include "shm/peer_check.hpp"
 #include "base/log.hpp"
 #include "sys/process_id.hpp"
 #include "sys/raw_syscall.hpp"
@@ -258,12 +259,27 @@ void drop(uint64_t inode) {
     std::lock_guard<std::mutex> lk(g_mu);
     Entry* e = find_locked(inode);
     if (!e) return;
+    RS_LOG(debug, "kept bytes of socket %llu dropped (%s): its last descriptor here closed",
+           static_cast<unsigned long long>(inode), owed(e->h) ? "unread" : "all read");
     munmap(e->h, e->size);
     raw_syscall(SYS_close, e->fd);
     *e = g_entries->back();
     g_entries->pop_back();
     g_any.store(!g_entries->empty(), std::memory_order_release);
     refresh_first_locked();
+}
+
+void closing_last(int fd, uint64_t inode) {
+    if (!any() || inode == 0) return;
+    // Kept bytes nobody read are TCP's unread bytes: the socket's last close
+    // (no other process holds it) is a RST, as TCP's close with bytes unread.
+    if (first_pending(inode) && peer_check::held_only_here(inode)) {
+        const linger l{1, 0};
+        const int saved = errno;
+        raw_syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        errno = saved;
+    }
+    drop(inode);
 }
 
 int memfd_of(uint64_t inode) {

@@ -75,6 +75,10 @@ bool first_pending(uint64_t inode);
 // (its mapping; a process that shares the memfd keeps its own) are no one's
 // here, and a later socket that gets the same inode number must not find them.
 void drop(uint64_t inode);
+// This process's last descriptor `fd` of socket `inode` is about to close:
+// with kept bytes unread and no other process holding the socket, the close
+// is made a RST (SO_LINGER 0), as TCP's close with bytes unread; then drop.
+void closing_last(int fd, uint64_t inode);
 // The memfd holding `inode`'s bytes (owned by the registry), -1 if none.
 int memfd_of(uint64_t inode);
 // A received fd that is a kept-bytes memfd of a shim: its socket's inode, else 0.

@@ -159,29 +159,42 @@ bool each_entry(const char* dir, Each each) {
     return true;
 }
 
-enum class Held { yes, no, unknown };
-
-// Whether process `pid` has socket `inode` open; unknown when its fd table
-// cannot be read (another user's process, or one that is not dumpable).
-Held look_for_socket(pid_t pid, uint64_t inode) {
+// How many of process `pid`'s descriptors name socket `inode`, counting up
+// to `enough`; -1 when its fd table cannot be read (another user's process,
+// or one that is not dumpable).
+int count_socket(pid_t pid, uint64_t inode, int enough) {
     char dir[48];
     std::snprintf(dir, sizeof dir, "/proc/%d/fd", static_cast<int>(pid));
     char want[48];
     std::snprintf(want, sizeof want, "socket:[%llu]", static_cast<unsigned long long>(inode));
     const size_t want_len = std::strlen(want);
-    bool found = false;
+    int found = 0;
     const bool read = each_entry(dir, [&](const char* name) {
         char path[96], link[64];
         std::snprintf(path, sizeof path, "%s/%s", dir, name);
         const ssize_t len = kernel::readlink(path, link, sizeof link - 1);
-        found = len == static_cast<ssize_t>(want_len) && std::memcmp(link, want, want_len) == 0;
-        return !found;
+        if (len == static_cast<ssize_t>(want_len) && std::memcmp(link, want, want_len) == 0) ++found;
+        return found < enough;
     });
-    if (found) return Held::yes;
-    return read ? Held::no : Held::unknown;
+    return read || found > 0 ? found : -1;
+}
+
+enum class Held { yes, no, unknown };
+
+Held look_for_socket(pid_t pid, uint64_t inode) {
+    const int n = count_socket(pid, inode, 1);
+    return n > 0 ? Held::yes : n == 0 ? Held::no : Held::unknown;
 }
 
 }  // namespace
+
+int descriptors_here(uint64_t inode) {
+    if (inode == 0) return 0;
+    const int saved = errno;
+    const int n = count_socket(kernel::getpid(), inode, 2);
+    errno = saved;
+    return n;
+}
 
 bool holds_socket(pid_t pid, uint64_t inode) {
     if (pid <= 0 || inode == 0) return false;

@@ -42,6 +42,9 @@ bool holds_socket(pid_t pid, uint64_t inode);
 // read; a process of our own user whose table we may not read counts as a
 // holder). A scan of every process: for a hand-over that would otherwise wait.
 bool held_only_here(uint64_t inode);
+// How many of this process's descriptors name socket `inode`: 0, 1, or 2 for
+// two or more; -1 when /proc cannot be read.
+int descriptors_here(uint64_t inode);
 // Whether process `pid` has this shim loaded (/proc/PID/maps names librdmasock).
 // False when we may not look (another user's process).
 bool loads_shim(pid_t pid);

@@ -7,8 +7,9 @@
 # readable to recv, poll, select and epoll; the same when the server passes the socket with
 # SCM_RIGHTS to a worker process that loads the shim, and when the server's forked child is the
 # handler (no exec): it claims once the server has closed its copy and no other process holds
-# the socket (it reads at once, or waits in poll or epoll (also one-shot) before each 1024 bytes, or answers
-# without reading and ends: TCP's close with bytes unread is a RST, and so is the claimer's).
+# the socket (it reads at once, or waits in poll or epoll (also one-shot) before each 1024 bytes).
+# answer: the handler (exec'd, passed or forked) answers without reading and ends: TCP's close
+# with bytes unread is a RST, and so is the claimer's (leftover::closing_last).
 # Once the client runs again, its tail comes after the request and then its end of stream, and
 # the handler's answer reaches it: the same transcript.
 export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
@@ -19,7 +20,7 @@ export RDMASOCK_LOG=info  # the shimmed hand-over says that it claimed (checked 
 prog="$ROOT/tests/integration/helpers/handover_peer_stopped.py"
 # WAIT:HOW, HOW exec (the server's child execs the handler), pass (SCM_RIGHTS to a worker) or
 # fork (the server's forked child is the handler; the server closes its copy).
-for v in recv:exec poll:exec select:exec epoll:exec recv:pass recv:fork epoll:fork poll-parts:fork epoll-parts:fork oneshot-parts:fork answer:fork; do
+for v in recv:exec poll:exec select:exec epoll:exec answer:exec recv:pass answer:pass recv:fork epoll:fork poll-parts:fork epoll-parts:fork oneshot-parts:fork answer:fork; do
     wait=${v%:*} how=${v#*:}
     for mode in plain shim; do
         run=without_shim; [[ $mode == shim ]] && run=with_shim

@@ -4,6 +4,8 @@
 // later socket with the same inode number.
 #include <catch2/catch.hpp>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -64,4 +66,22 @@ TEST_CASE("kept bytes come before the kernel's, MSG_WAITALL takes the rest there
     CHECK_FALSE(leftover::any_first());
     CHECK_FALSE(leftover::receive_first(-1, inode, &v, 1, 0, got, fake_kernel));
     leftover::drop(inode);  // twice: nothing
+}
+
+TEST_CASE("the last close of a socket with kept bytes unread is a RST, and drops them", "[leftover]") {
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    struct stat st {};
+    REQUIRE(fstat(sv[0], &st) == 0);
+    const uint64_t inode = st.st_ino;
+    REQUIRE(leftover::keep(inode, "unread", 6, leftover::Order::before_kernel));
+    leftover::closing_last(sv[0], inode);  // no other process holds it
+    linger l{};
+    socklen_t len = sizeof l;
+    REQUIRE(getsockopt(sv[0], SOL_SOCKET, SO_LINGER, &l, &len) == 0);
+    CHECK(l.l_onoff == 1);
+    CHECK(l.l_linger == 0);
+    CHECK_FALSE(leftover::first_pending(inode));
+    close(sv[0]);
+    close(sv[1]);
 }

@@ -127,6 +127,7 @@ if role == "server":
         u = socket.socket(socket.AF_UNIX); u.connect(worker_path)
         socket.send_fds(u, [b"s"], [s.fileno()])
         s.close()
+        open(os.path.join(state, "parent-closed"), "w").close()
         worker.wait()
         sys.exit(0)
     pid = os.fork()

@@ -88,7 +88,7 @@ int close(int fd) {
         // last descriptor here.
         if (leftover::any() && !fd_table().contains(fd)) {
             const uint64_t inode = leftover::inode_of(fd);
-            if (inode && (leftover::pending(inode) || leftover::first_pending(inode)) && peer_check::descriptors_here(inode) == 1)
+            if (leftover::known(inode) && peer_check::descriptors_here(inode) == 1)
                 leftover::closing_last(fd, inode);
         }
         forget_fd(fd);

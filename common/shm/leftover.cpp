@@ -247,6 +247,12 @@ bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int fla
     return true;
 }
 
+bool known(uint64_t inode) {
+    if (!any() || inode == 0) return false;
+    std::lock_guard<std::mutex> lk(g_mu);
+    return find_locked(inode) != nullptr;
+}
+
 bool first_pending(uint64_t inode) {
     if (!any_first() || inode == 0) return false;
     std::lock_guard<std::mutex> lk(g_mu);

@@ -71,6 +71,8 @@ bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int fla
 // True when a receive on `inode` would be served by before_kernel now (a poll
 // or epoll reports the socket readable for it).
 bool first_pending(uint64_t inode);
+// Whether this process keeps an entry for `inode`, its bytes read or not.
+bool known(uint64_t inode);
 // This process closed its last descriptor of socket `inode`: its kept bytes
 // (its mapping; a process that shares the memfd keeps its own) are no one's
 // here, and a later socket that gets the same inode number must not find them.

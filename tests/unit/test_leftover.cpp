@@ -56,6 +56,9 @@ TEST_CASE("kept bytes come before the kernel's, MSG_WAITALL takes the rest there
     CHECK(g_kernel_calls == 1);
     CHECK_FALSE(leftover::first_pending(inode));
     CHECK_FALSE(leftover::receive_first(-1, inode, &v, 1, 0, got, fake_kernel));  // the kernel's turn
+    CHECK(leftover::known(inode));  // read, still listed until the socket's last close here
+    leftover::drop(inode);
+    CHECK_FALSE(leftover::known(inode));
 
     // Closed unread: dropped, and a later socket on the same inode number finds nothing.
     REQUIRE(leftover::keep(inode, "unread", 6, leftover::Order::before_kernel));

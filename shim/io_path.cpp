@@ -12,14 +12,6 @@
 
 namespace rdmasock::shim {
 
-namespace {
-size_t iov_total(const iovec* iov, size_t n) {
-    size_t t = 0;
-    for (size_t i = 0; i < n; ++i) t += iov[i].iov_len;
-    return t;
-}
-}  // namespace
-
 Connection* active(int fd, Call& call) {
     if (!fd_table().contains(fd)) return nullptr;
     auto s = fd_table().get(fd);

@@ -17,6 +17,7 @@
 
 #include "sys/raw_syscall.hpp"
 #include "sys/kernel_calls.hpp"
+#include "sys/iov_check.hpp"
 #include "connection/connection.hpp"
 #include "wait/wait_engine.hpp"
 
@@ -25,12 +26,6 @@ namespace rdmasock::detail {
 // One clock and one pause for the whole library (wait_engine.hpp).
 using wait::now_us;
 using wait::cpu_relax;
-
-inline size_t iov_total(const iovec* iov, int n) {
-    size_t t = 0;
-    for (int i = 0; i < n; ++i) t += iov[i].iov_len;
-    return t;
-}
 
 // A copy of an iovec array advanced by `skip` bytes (for resuming partial I/O).
 struct IovCursor {

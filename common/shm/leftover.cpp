@@ -18,6 +18,7 @@
 #include "ring/downgrade.hpp"
 #include "shm/peer_check.hpp"
 #include "base/log.hpp"
+#include "sys/iov_check.hpp"
 #include "sys/process_id.hpp"
 #include "sys/raw_syscall.hpp"
 
@@ -217,8 +218,7 @@ bool before_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t
 bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int flags, ssize_t& out,
                    ssize_t (*kernel_recvmsg)(int, msghdr*, int)) {
     if (!any_first() || (flags & (MSG_OOB | MSG_ERRQUEUE)) || cnt > 1024) return false;
-    size_t want = 0;
-    for (size_t i = 0; i < cnt; ++i) want += iov[i].iov_len;
+    const size_t want = iov_total(iov, cnt);
     if (want == 0) return false;  // the kernel answers a receive of nothing
     const int saved = errno;
     const bool served = before_kernel(inode, iov, static_cast<int>(cnt), flags, out);

@@ -179,13 +179,6 @@ int count_socket(pid_t pid, uint64_t inode, int enough) {
     return read || found > 0 ? found : -1;
 }
 
-enum class Held { yes, no, unknown };
-
-Held look_for_socket(pid_t pid, uint64_t inode) {
-    const int n = count_socket(pid, inode, 1);
-    return n > 0 ? Held::yes : n == 0 ? Held::no : Held::unknown;
-}
-
 }  // namespace
 
 int descriptors_here(uint64_t inode) {
@@ -199,7 +192,7 @@ int descriptors_here(uint64_t inode) {
 bool holds_socket(pid_t pid, uint64_t inode) {
     if (pid <= 0 || inode == 0) return false;
     const int saved = errno;
-    const bool held = look_for_socket(pid, inode) == Held::yes;
+    const bool held = count_socket(pid, inode, 1) > 0;
     errno = saved;
     return held;
 }
@@ -213,9 +206,9 @@ bool held_only_here(uint64_t inode) {
     const bool listed = each_entry("/proc", [&](const char* name) {
         const pid_t pid = static_cast<pid_t>(std::atol(name));
         if (pid == self) return true;
-        const Held h = look_for_socket(pid, inode);
-        if (h == Held::yes) return alone = false;
-        if (h == Held::unknown) {
+        const int held = count_socket(pid, inode, 1);
+        if (held > 0) return alone = false;
+        if (held < 0) {
             // A process of our user whose table we may not read (not dumpable)
             // may hold it; one of another user may not: the socket reaches
             // another user only through an exec or SCM_RIGHTS, whose hand-over

@@ -11,6 +11,14 @@
 
 namespace rdmasock {
 
+// The bytes an iovec array asks for (a negative count asks for none).
+inline size_t iov_total(const iovec* iov, size_t n) {
+    size_t t = 0;
+    for (size_t i = 0; i < n; ++i) t += iov[i].iov_len;
+    return t;
+}
+inline size_t iov_total(const iovec* iov, int n) { return n > 0 ? iov_total(iov, static_cast<size_t>(n)) : 0; }
+
 // readv/writev/sendmsg/recvmsg: more than IOV_MAX (or a negative count) is EINVAL.
 inline bool iov_count_ok(size_t cnt) { return cnt <= static_cast<size_t>(IOV_MAX); }
 

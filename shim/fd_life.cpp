@@ -9,6 +9,8 @@
 
 #include "epoll_sets.hpp"
 #include "shim_state.hpp"
+#include "shm/leftover.hpp"
+#include "shm/peer_check.hpp"
 #include "sys/thread_cancel.hpp"
 
 namespace rdmasock::shim {
@@ -50,14 +52,33 @@ int track_dup(int oldfd, int newfd) {
     return newfd;
 }
 
+void closing_kept(unsigned first, unsigned last) {
+    if (!leftover::any() || in_vfork_child() || first > last) return;
+    if (first == last) {  // close, dup2: one fstat unless the socket is one we keep bytes for
+        const int fd = static_cast<int>(first);
+        if (fd < 0 || fd_table().contains(fd)) return;
+        const uint64_t inode = leftover::inode_of(fd);
+        if (leftover::known(inode) && peer_check::descriptors_here(inode) == 1) leftover::closing_last(fd, inode);
+        return;
+    }
+    for (uint64_t inode : leftover::known_inodes()) {
+        int inside = -1;
+        if (peer_check::descriptors_left_after(inode, first, last, &inside) == 0 && inside >= 0 &&
+            !fd_table().contains(inside))
+            leftover::closing_last(inside, inode);
+    }
+}
+
 void before_replace(int oldfd, int newfd) {
     if (oldfd == newfd || newfd < 0 || in_vfork_child()) return;
     const bool tracked = fd_table().contains(newfd);
-    if (!tracked && !epoll_any()) return;
+    if (!tracked && !epoll_any() && !leftover::any()) return;
     int saved = errno;
     const bool old_open = raw_syscall(SYS_fcntl, oldfd, F_GETFD) >= 0;
     errno = saved;
     if (!old_open) return;
+    closing_kept(static_cast<unsigned>(newfd), static_cast<unsigned>(newfd));
+    if (!tracked && !epoll_any()) return;
     cancel::Shield shield;
     if (tracked) forget_fd(newfd);
     else epoll_forget(newfd, false);  // an epoll set's fd, or a set's own eventfd, replaced

@@ -19,6 +19,12 @@ int track_dup(int oldfd, int newfd);
 // forget it first, unless the call will fail anyway (oldfd not open), which
 // must leave newfd as it is.
 void before_replace(int oldfd, int newfd);
+// A close of the numbers [first, last] (close, dup2/dup3 over a number,
+// close_range, closefrom) is about to take the last descriptor here of a plain
+// socket with kept bytes (leftover.hpp: an exec'd image's, an SCM_RIGHTS
+// receiver's): leftover::closing_last (a RST when they are unread, as TCP's
+// close). A tracked connection does this at its own last close.
+void closing_kept(unsigned first, unsigned last);
 // A vfork child about to dup2 a socket / close a range: hand the sockets it
 // keeps back to TCP first (interpose_handover.cpp).
 void vfork_child_dup(int oldfd);

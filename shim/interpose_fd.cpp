@@ -17,8 +17,6 @@
 #include "base/log.hpp"
 #include "sys/own_fd.hpp"
 #include "real_calls.hpp"
-#include "shm/leftover.hpp"
-#include "shm/peer_check.hpp"
 #include "shim_state.hpp"
 #include "sys/signal_seen.hpp"
 #include "sys/thread_cancel.hpp"
@@ -83,14 +81,7 @@ int close(int fd) {
         cancel::point_at_entry();  // a pending pthread_cancel: nothing is closed (libc's close acts there too)
         if (is_own_fd(fd)) return not_opened();
         signals::DeferHandlers held;  // a handler that closes too would wait for the locks this close holds
-        // A plain socket with kept bytes (an exec'd image's, an SCM_RIGHTS
-        // receiver's; a tracked connection does this at its last close): its
-        // last descriptor here.
-        if (leftover::any() && !fd_table().contains(fd)) {
-            const uint64_t inode = leftover::inode_of(fd);
-            if (leftover::known(inode) && peer_check::descriptors_here(inode) == 1)
-                leftover::closing_last(fd, inode);
-        }
+        if (fd >= 0) closing_kept(static_cast<unsigned>(fd), static_cast<unsigned>(fd));
         forget_fd(fd);
     }
     return kept(calls().close(fd));
@@ -118,6 +109,7 @@ int close_range(unsigned first, unsigned last, int flags) {
     shim::ErrnoKept kept;
     // CLOSE_RANGE_CLOEXEC only marks the fds; unknown flags fail with EINVAL.
     if (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) || first > last) return kept(real_close_range(first, last, flags));
+    if (!(flags & (CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE))) closing_kept(first, last);
     if (!(flags & CLOSE_RANGE_CLOEXEC)) forget_range(first, last);
     if (in_vfork_child()) return kept(real_close_range(first, last, flags));
     // (With CLOSE_RANGE_UNSHARE the first stretch unshares the table, the others close in it.)
@@ -127,6 +119,7 @@ int close_range(unsigned first, unsigned last, int flags) {
 
 void closefrom(int lowfd) {
     const auto first = static_cast<unsigned>(lowfd);
+    if (lowfd >= 0) closing_kept(first, UINT_MAX);
     if (lowfd >= 0) forget_range(first, UINT_MAX);
     const std::vector<int> own = lowfd >= 0 && !in_vfork_child() ? own_fds_in(first, UINT_MAX) : std::vector<int>{};
     if (own.empty()) {

@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -21,6 +22,7 @@
 #include "epoll_sets.hpp"
 #include "fd_life.hpp"
 #include "connection/kernel_only.hpp"
+#include "shm/leftover.hpp"
 #include "shm/registry.hpp"
 #include "shim_state.hpp"
 #include "sys/signal_seen.hpp"
@@ -353,7 +355,16 @@ int ioctl(int fd, unsigned long request, ...) {
             return kept(r);
         }
     }
-    return kept(calls().ioctl(fd, request, arg));
+    const int r = calls().ioctl(fd, request, arg);
+    // Bytes a hand-over kept for this socket (leftover.hpp) are in its stream
+    // as TCP's receive queue holds them: counted.
+    if (r == 0 && request == FIONREAD && arg && leftover::any()) {
+        auto s = fd_table().get(fd);
+        const size_t more = leftover::unread_bytes(s && s->conn ? s->conn->socket_inode() : leftover::inode_of(fd));
+        int& n = *static_cast<int*>(arg);
+        n = static_cast<int>(std::min<size_t>(static_cast<size_t>(n) + more, INT_MAX));
+    }
+    return kept(r);
 }
 
 // A stream that ended both ways, or was reset, is TCP_CLOSE: no peer name

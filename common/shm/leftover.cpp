@@ -253,6 +253,24 @@ bool known(uint64_t inode) {
     return find_locked(inode) != nullptr;
 }
 
+size_t unread_bytes(uint64_t inode) {
+    if (!any() || inode == 0) return 0;
+    std::lock_guard<std::mutex> lk(g_mu);
+    const Entry* e = find_locked(inode);
+    if (!e) return 0;
+    const uint64_t consumed = e->h->consumed.load(std::memory_order_acquire);
+    return consumed < e->h->length ? static_cast<size_t>(e->h->length - consumed) : 0;
+}
+
+std::vector<uint64_t> known_inodes() {
+    std::vector<uint64_t> out;
+    if (!any()) return out;
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (g_entries)
+        for (const auto& e : *g_entries) out.push_back(e.inode);
+    return out;
+}
+
 bool first_pending(uint64_t inode) {
     if (!any_first() || inode == 0) return false;
     std::lock_guard<std::mutex> lk(g_mu);

@@ -73,6 +73,12 @@ bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int fla
 bool first_pending(uint64_t inode);
 // Whether this process keeps an entry for `inode`, its bytes read or not.
 bool known(uint64_t inode);
+// Kept bytes of `inode` not yet read: FIONREAD counts them, as TCP counts what
+// its receive queue holds.
+size_t unread_bytes(uint64_t inode);
+// The sockets this process keeps bytes for, read or not (a close_range looks
+// for their last descriptors).
+std::vector<uint64_t> known_inodes();
 // This process closed its last descriptor of socket `inode`: its kept bytes
 // (its mapping; a process that shares the memfd keeps its own) are no one's
 // here, and a later socket that gets the same inode number must not find them.

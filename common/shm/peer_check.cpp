@@ -159,27 +159,49 @@ bool each_entry(const char* dir, Each each) {
     return true;
 }
 
+// Whether /proc link text `link` (`len` bytes) names socket `inode`.
+bool names_socket(const char* link, ssize_t len, uint64_t inode) {
+    char want[48];
+    const int n = std::snprintf(want, sizeof want, "socket:[%llu]", static_cast<unsigned long long>(inode));
+    return len == n && std::memcmp(link, want, static_cast<size_t>(n)) == 0;
+}
+
 // How many of process `pid`'s descriptors name socket `inode`, counting up
 // to `enough`; -1 when its fd table cannot be read (another user's process,
 // or one that is not dumpable).
 int count_socket(pid_t pid, uint64_t inode, int enough) {
     char dir[48];
     std::snprintf(dir, sizeof dir, "/proc/%d/fd", static_cast<int>(pid));
-    char want[48];
-    std::snprintf(want, sizeof want, "socket:[%llu]", static_cast<unsigned long long>(inode));
-    const size_t want_len = std::strlen(want);
     int found = 0;
     const bool read = each_entry(dir, [&](const char* name) {
         char path[96], link[64];
         std::snprintf(path, sizeof path, "%s/%s", dir, name);
-        const ssize_t len = kernel::readlink(path, link, sizeof link - 1);
-        if (len == static_cast<ssize_t>(want_len) && std::memcmp(link, want, want_len) == 0) ++found;
+        if (names_socket(link, kernel::readlink(path, link, sizeof link - 1), inode)) ++found;
         return found < enough;
     });
     return read || found > 0 ? found : -1;
 }
 
 }  // namespace
+
+int descriptors_left_after(uint64_t inode, unsigned first, unsigned last, int* inside) {
+    *inside = -1;
+    if (inode == 0) return 0;
+    const int saved = errno;
+    int left = 0;
+    const bool read = each_entry("/proc/self/fd", [&](const char* name) {
+        char path[64], link[64];
+        std::snprintf(path, sizeof path, "/proc/self/fd/%s", name);
+        const ssize_t len = kernel::readlink(path, link, sizeof link - 1);
+        if (!names_socket(link, len, inode)) return true;
+        const unsigned long fd = std::strtoul(name, nullptr, 10);
+        if (fd >= first && fd <= last) *inside = static_cast<int>(fd);
+        else ++left;
+        return left < 2 || *inside < 0;
+    });
+    errno = saved;
+    return read ? std::min(left, 2) : -1;
+}
 
 int descriptors_here(uint64_t inode) {
     if (inode == 0) return 0;

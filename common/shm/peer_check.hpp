@@ -45,6 +45,10 @@ bool held_only_here(uint64_t inode);
 // How many of this process's descriptors name socket `inode`: 0, 1, or 2 for
 // two or more; -1 when /proc cannot be read.
 int descriptors_here(uint64_t inode);
+// For a close of the numbers [first, last]: how many of this process's
+// descriptors of socket `inode` stay open (0, 1, or 2 for more; -1 when /proc
+// cannot be read), and in *inside one that the close takes (-1 if none).
+int descriptors_left_after(uint64_t inode, unsigned first, unsigned last, int* inside);
 // Whether process `pid` has this shim loaded (/proc/PID/maps names librdmasock).
 // False when we may not look (another user's process).
 bool loads_shim(pid_t pid);

@@ -1,6 +1,7 @@
 // busy_lock.hpp: who holds a busy word decides how long we wait, and we never spin.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -175,4 +176,23 @@ TEST_CASE("peer_check::held_only_here: no other process holds the socket, until 
     CHECK(peer_check::held_only_here(inode));
     CHECK_FALSE(peer_check::held_only_here(0));
     for (int fd : {sv[0], sv[1], copy, ready[0], ready[1]}) close(fd);
+}
+
+TEST_CASE("peer_check::descriptors_left_after: what a close of a range of numbers leaves of a socket", "[busy_lock]") {
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    const uint64_t inode = peer_check::inode_of(sv[0]);
+    int inside = -2;
+    const auto at = [](int fd) { return static_cast<unsigned>(fd); };
+    CHECK(peer_check::descriptors_left_after(inode, at(sv[0]), at(sv[0]), &inside) == 0);
+    CHECK(inside == sv[0]);
+    CHECK(peer_check::descriptors_left_after(inode, at(sv[1]), at(sv[1]), &inside) == 1);
+    CHECK(inside == -1);  // the range holds the other end only
+    const int copy = fcntl(sv[0], F_DUPFD, sv[0] + 100);
+    REQUIRE(copy > sv[0]);
+    CHECK(peer_check::descriptors_left_after(inode, at(sv[0]), at(sv[0]), &inside) == 1);  // the copy stays
+    CHECK(peer_check::descriptors_left_after(inode, at(sv[0]), at(copy), &inside) == 0);  // both go
+    CHECK(inside >= 0);
+    CHECK(peer_check::descriptors_left_after(0, 0, ~0u, &inside) == 0);
+    for (int fd : {sv[0], sv[1], copy}) close(fd);
 }

@@ -88,3 +88,23 @@ TEST_CASE("the last close of a socket with kept bytes unread is a RST, and drops
     close(sv[0]);
     close(sv[1]);
 }
+
+TEST_CASE("kept bytes count in FIONREAD's answer until read, and are listed until dropped", "[leftover]") {
+    const uint64_t inode = 0x7fffffe0ull;  // no real socket of this process has it
+    CHECK(leftover::unread_bytes(inode) == 0);
+    REQUIRE(leftover::keep(inode, "claimed", 7, leftover::Order::before_kernel));
+    CHECK(leftover::unread_bytes(inode) == 7);
+    const auto listed = leftover::known_inodes();
+    CHECK(std::count(listed.begin(), listed.end(), inode) == 1);
+    char buf[4];
+    iovec v{buf, sizeof buf};
+    ssize_t got = -1;
+    REQUIRE(leftover::receive_first(-1, inode, &v, 1, MSG_PEEK, got, fake_kernel));
+    CHECK(leftover::unread_bytes(inode) == 7);  // a peek leaves them
+    REQUIRE(leftover::receive_first(-1, inode, &v, 1, 0, got, fake_kernel));
+    CHECK(leftover::unread_bytes(inode) == 3);
+    leftover::drop(inode);
+    CHECK(leftover::unread_bytes(inode) == 0);
+    const auto after = leftover::known_inodes();
+    CHECK(std::count(after.begin(), after.end(), inode) == 0);
+}

@@ -8,12 +8,14 @@ Roles: "server PORTFILE STOPPEDFILE WAIT [exec|pass|fork]", "client PORT SENTFIL
 for the request: recv, poll, select or epoll; or poll-parts / epoll-parts: a wait before each
 1024-byte read, with one poll object or epoll set made before the first (oneshot-parts: with
 EPOLLONESHOT, re-armed after each read); or answer: the
-handler sends its answer without reading the request and ends (a RST over TCP). HOW: the server's child execs the handler, or the
+handler sends its answer without reading the request and ends (a RST over TCP), its last close
+a close, a dup2 over the number (answer-dup2) or a close_range (answer-closerange); or fionread:
+poll, FIONREAD (TCP: the whole request), read 1024 bytes, FIONREAD again, read the rest. HOW: the server's child execs the handler, or the
 server passes the socket (SCM_RIGHTS) to a worker process started before the connection, or the
 server's forked child is the handler (no exec) while the server closes its copy. The server
 prints what the handler read.
 """
-import errno, os, select, socket, sys, time
+import errno, fcntl, os, select, socket, struct, sys, termios, time
 
 REQUEST = bytes(range(256)) * 16
 TAIL = b"tail after the resume"
@@ -78,18 +80,33 @@ def read_in_parts(s, wait):
 
 
 def handle(s, wait, state):
-    if wait == "answer":
+    if wait.startswith("answer"):
         # Answers without reading the request, and ends: TCP's last close with bytes unread is a
         # RST, which the client finds when it runs again. The last close is ours: the server has
         # closed its copy before it (else the RST could come after the client's resume).
+        # answer-dup2 / answer-closerange: that close is a dup2 over the socket's number, or a
+        # close_range.
         s.sendall(b"bye")
         while not os.path.exists(os.path.join(state, "parent-closed")): time.sleep(0.01)
-        s.close()
+        if wait == "answer-dup2":
+            os.dup2(os.open(os.devnull, os.O_RDONLY), s.detach())
+        elif wait == "answer-closerange":
+            fd = s.detach()
+            os.closerange(fd, fd + 1)
+        else:
+            s.close()
         print("handler answered without reading the request", flush=True)
         open(os.path.join(state, "read"), "w").close()
         sys.exit(0)
     if wait.endswith("-parts"):
         how, got = read_in_parts(s, wait)
+    elif wait == "fionread":
+        # FIONREAD after a poll, and after a first read: TCP counts what its queue holds.
+        queued = lambda: struct.unpack("i", fcntl.ioctl(s.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+        how = wait_readable(s, "poll") + ", FIONREAD %d" % queued()
+        got = s.recv(1024, socket.MSG_WAITALL)
+        how += ", then %d" % queued()
+        got += s.recv(len(REQUEST) - len(got), socket.MSG_WAITALL)
     else:
         how = wait_readable(s, wait)
         got = s.recv(len(REQUEST), socket.MSG_WAITALL)

@@ -525,7 +525,10 @@ ssize_t splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t le
         [&] {
             return data_call(
                 fd_out, [&](Socket& s) { return splice_to_ring(fd_in, off_in, s, off_out, len, flags); },
-                [&] { return real_splice(fd_in, off_in, fd_out, off_out, len, flags); });
+                [&] {
+                    if (kept_owed(fd_in)) return splice_from_kept(fd_in, off_in, fd_out, off_out, len, flags);
+                    return real_splice(fd_in, off_in, fd_out, off_out, len, flags);
+                });
         }));
 }
 

@@ -82,6 +82,8 @@ bool recv_first(int fd, const iovec* iov, size_t cnt, int flags, ssize_t& out) {
     return leftover::receive_first(fd, leftover::inode_of(fd), iov, cnt, flags, out, real::calls().recvmsg);
 }
 
+bool kept_owed(int fd) { return leftover::any() && leftover::pending(leftover::inode_of(fd)); }
+
 ssize_t conn_send(Socket& s, const iovec* iov, size_t cnt, int flags, int too_many) {
     cancel::Span span;
     if (!iov_count_ok(cnt)) return errno = too_many, -1;

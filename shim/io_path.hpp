@@ -86,5 +86,9 @@ ssize_t after_kernel_recv(int fd, const iovec* iov, size_t cnt, int flags, ssize
 // come first (leftover.hpp, Order::before_kernel). True with the result in
 // `out` when they served this receive (MSG_WAITALL: the kernel gives the rest).
 bool recv_first(int fd, const iovec* iov, size_t cnt, int flags, ssize_t& out);
+// Whether plain socket `fd` has kept bytes (or their end) still owed, in
+// either order: a call the shim otherwise leaves to the kernel (recvmmsg,
+// splice) then takes them through the shim's own receive.
+bool kept_owed(int fd);
 
 }  // namespace rdmasock::shim

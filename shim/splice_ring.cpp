@@ -71,7 +71,12 @@ char* chunk_buffer() {
 
 }  // namespace
 
-ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags) {
+namespace {
+
+// socket -> pipe through `receive(buf, n, flags)`: peeked, written to the
+// pipe, and only what the pipe took is consumed.
+template <class Receive>
+ssize_t splice_from(Receive receive, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags) {
     const signals::Seen since = signals::seen();  // a handler from here on ends a pipe wait
     // The kernel's checks, in its order (do_splice).
     if (!pipe_end_ok(pipe_fd, true)) return -1;
@@ -82,14 +87,26 @@ ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out
     if (held.fd[0] < 0) return -1;  // EMFILE/ENFILE
     char* buf = chunk_buffer();
     // Peeked: the bytes stay in the ring until the application's pipe has them.
-    const ssize_t n = recv_one(s, buf, std::min(len, kChunk), MSG_PEEK);
+    const ssize_t n = receive(buf, std::min(len, kChunk), MSG_PEEK);
     if (n <= 0) return n;
     if (real::calls().write(held.fd[1], buf, static_cast<size_t>(n)) != n) return errno = EIO, -1;
     for (;;) {
         const ssize_t k = raw_syscall(SYS_splice, held.fd[0], nullptr, pipe_fd, nullptr, n, SPLICE_F_NONBLOCK);
-        if (k > 0) return recv_one(s, buf, static_cast<size_t>(k), MSG_DONTWAIT);  // what the pipe took leaves the ring
+        if (k > 0) return receive(buf, static_cast<size_t>(k), MSG_DONTWAIT);  // what the pipe took leaves the socket
         if (k == 0 || errno != EAGAIN || !wait_on_pipe(pipe_fd, POLLOUT, flags, since)) return k;
     }
+}
+
+}  // namespace
+
+ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags) {
+    return splice_from([&](char* buf, size_t n, int f) { return recv_one(s, buf, n, f); }, off_in, pipe_fd, off_out,
+                       len, flags);
+}
+
+ssize_t splice_from_kept(int fd, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags) {
+    return splice_from([fd](char* buf, size_t n, int f) { return ::recv(fd, buf, n, f); }, off_in, pipe_fd, off_out,
+                       len, flags);
 }
 
 ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, size_t len, unsigned flags) {

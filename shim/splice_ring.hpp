@@ -15,6 +15,9 @@ namespace rdmasock::shim {
 // socket -> pipe: the bytes are peeked, written to the pipe, and only what
 // the pipe took is consumed.
 ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags);
+// The same for a plain socket with kept bytes owed (io_path.hpp kept_owed):
+// through the shim's recv, which serves them in their place.
+ssize_t splice_from_kept(int fd, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags);
 // pipe -> socket: the pipe's bytes are copied by tee() into a private pipe
 // (the pipe keeps them), sent, and only what the send took is read off it.
 ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, size_t len, unsigned flags);

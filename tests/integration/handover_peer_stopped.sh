@@ -11,7 +11,7 @@
 # answer: the handler (exec'd, passed or forked) answers without reading and ends: TCP's close
 # with bytes unread is a RST, and so is the claimer's (leftover::closing_last), whether its last
 # close is a close, a dup2 over the number or a close_range. fionread: FIONREAD counts the claimed
-# bytes as TCP counts its queue. (HANDOVER_VARIANTS: a subset, for a quick run.)
+# bytes as TCP counts its queue; recvmmsg and splice take them in their place. (HANDOVER_VARIANTS: a subset, for a quick run.)
 # Once the client runs again, its tail comes after the request and then its end of stream, and
 # the handler's answer reaches it: the same transcript.
 export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
@@ -23,8 +23,8 @@ prog="$ROOT/tests/integration/helpers/handover_peer_stopped.py"
 # WAIT:HOW, HOW exec (the server's child execs the handler), pass (SCM_RIGHTS to a worker) or
 # fork (the server's forked child is the handler; the server closes its copy).
 variants=${HANDOVER_VARIANTS:-recv:exec poll:exec select:exec epoll:exec fionread:exec answer:exec answer-dup2:exec answer-closerange:exec
-    recv:pass fionread:pass answer:pass answer-dup2:pass recv:fork epoll:fork poll-parts:fork epoll-parts:fork oneshot-parts:fork
-    fionread:fork answer:fork answer-dup2:fork}
+    recvmmsg:exec splice:exec recv:pass fionread:pass answer:pass answer-dup2:pass recv:fork epoll:fork poll-parts:fork epoll-parts:fork oneshot-parts:fork
+    fionread:fork recvmmsg:fork splice:fork answer:fork answer-dup2:fork}
 for v in $variants; do
     wait=${v%:*} how=${v#*:}
     for mode in plain shim; do

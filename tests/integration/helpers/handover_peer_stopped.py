@@ -10,7 +10,8 @@ for the request: recv, poll, select or epoll; or poll-parts / epoll-parts: a wai
 EPOLLONESHOT, re-armed after each read); or answer: the
 handler sends its answer without reading the request and ends (a RST over TCP), its last close
 a close, a dup2 over the number (answer-dup2) or a close_range (answer-closerange); or fionread:
-poll, FIONREAD (TCP: the whole request), read 1024 bytes, FIONREAD again, read the rest. HOW: the server's child execs the handler, or the
+poll, FIONREAD (TCP: the whole request), read 1024 bytes, FIONREAD again, read the rest; or
+recvmmsg (two 2048-byte entries) or splice (into a pipe) after a poll. HOW: the server's child execs the handler, or the
 server passes the socket (SCM_RIGHTS) to a worker process started before the connection, or the
 server's forked child is the handler (no exec) while the server closes its copy. The server
 prints what the handler read.
@@ -33,6 +34,30 @@ def wait_readable(s, how):
         got = e.poll(60)
         return "epoll %s" % ("readable" if got and got[0][0] == s.fileno() else "timed out")
     return "recv"
+
+
+def recvmmsg_two(fd, size):
+    """libc's recvmmsg of two entries of `size` bytes, flags 0: (the bytes, entries filled)."""
+    import ctypes
+    class Iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+    class Msghdr(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32), ("iov", ctypes.POINTER(Iovec)),
+                    ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                    ("flags", ctypes.c_int)]
+    class Mmsghdr(ctypes.Structure):
+        _fields_ = [("hdr", Msghdr), ("len", ctypes.c_uint)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    bufs = [ctypes.create_string_buffer(size) for _ in range(2)]
+    iovs = [Iovec(ctypes.cast(b, ctypes.c_void_p), size) for b in bufs]
+    msgs = (Mmsghdr * 2)()
+    for i in range(2):
+        msgs[i].hdr.iov = ctypes.pointer(iovs[i])
+        msgs[i].hdr.iovlen = 1
+    n = libc.recvmmsg(fd, msgs, 2, 0, None)
+    if n < 0:
+        return b"", -ctypes.get_errno()
+    return b"".join(bytes(bufs[i].raw[:msgs[i].len]) for i in range(n)), n
 
 
 role = sys.argv[1]
@@ -107,6 +132,23 @@ def handle(s, wait, state):
         got = s.recv(1024, socket.MSG_WAITALL)
         how += ", then %d" % queued()
         got += s.recv(len(REQUEST) - len(got), socket.MSG_WAITALL)
+    elif wait == "recvmmsg":
+        # poll, then one recvmmsg of two 2048-byte entries (each a blocking receive).
+        how = wait_readable(s, "poll")
+        got, n = recvmmsg_two(s.fileno(), 2048)
+        how += ", recvmmsg %d entries" % n
+        got += s.recv(len(REQUEST) - len(got), socket.MSG_WAITALL) if len(got) < len(REQUEST) else b""
+    elif wait == "splice":
+        # poll, then splice into a pipe until the whole request went through it.
+        how = wait_readable(s, "poll")
+        r, w = os.pipe()
+        got = b""
+        while len(got) < len(REQUEST):
+            n = os.splice(s.fileno(), w, len(REQUEST) - len(got))
+            if n == 0:
+                break
+            got += os.read(r, n)
+        how += ", splice"
     else:
         how = wait_readable(s, wait)
         got = s.recv(len(REQUEST), socket.MSG_WAITALL)

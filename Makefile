@@ -197,10 +197,12 @@ demo: all
 test-pg: $(LIB)
 	BUILD=$(BUILD) tests/integration/pgbench_invariant.sh
 
-# bench-pg: throughput (benchmarks/pgbench.sh), then the latency distributions of
-# benchmarks/pg-latency.sh (regenerates docs/postgres-latency.md and docs/img/pg-latency-*.png)
+# bench-pg: throughput (benchmarks/pgbench.sh, then sysbench's OLTP scripts: benchmarks/sysbench.sh),
+# then the latency distributions of benchmarks/pg-latency.sh (regenerates docs/postgres-latency.md
+# and docs/img/pg-latency-*.png)
 bench-pg: $(LIB)
 	SHIM=$(BUILD)/librdmasock.so benchmarks/pgbench.sh
+	SHIM=$(BUILD)/librdmasock.so benchmarks/sysbench.sh
 	SHIM=$(BUILD)/librdmasock.so LAT_CMD='make bench-pg' benchmarks/pg-latency.sh
 
 bench-pg-latency: $(LIB)

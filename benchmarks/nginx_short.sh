@@ -7,8 +7,9 @@
 #       (default: 3 rounds, shim=build/librdmasock.so)
 #
 # Each run: a fresh nginx (one worker) on a free port serving a 10-byte file, then
-# `ab -n $AB_N -c $AB_C` (no -k), both preloaded with LIB and the given variables (or neither, for
-# tcp). Prints requests/s and the mean time per request. Needs nginx and ab (apache2-utils).
+# `ab -n $AB_N -c $AB_C` (no -k; AB_K=1: with -k, keep-alive connections), both preloaded with LIB
+# and the given variables (or neither, for tcp). Prints requests/s and the mean time per request.
+# Needs nginx and ab (apache2-utils).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}; shift || true
@@ -32,7 +33,7 @@ http { access_log off; client_body_temp_path $d/cbt; proxy_temp_path $d/pt; fast
 CONF
     "${pre[@]}" nginx -p "$d" -c "$d/nginx.conf" 2>/dev/null & local sp=$!
     for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$P) 2>/dev/null && break; sleep 0.05; done
-    local out; out=$("${pre[@]}" ab -q -n "$N" -c "$C" "http://127.0.0.1:$P/ten" 2>&1 |
+    local out; out=$("${pre[@]}" ab -q ${AB_K:+-k} -n "$N" -c "$C" "http://127.0.0.1:$P/ten" 2>&1 |
         awk '/^Requests per second/{r=$4} /^Time per request.*\(mean\)$/{t=$4} /^Failed requests/{f=$3}
              END{printf "%s requests/s, %s ms per request, %s failed", r, t, f}')
     kill -QUIT "$sp" 2>/dev/null; wait "$sp" 2>/dev/null

@@ -54,7 +54,17 @@ public:
     bool writable() const;
     uint64_t capacity() const { return capacity_; }
     uint64_t window() const { return window_; }
+    bool window_grown() const { return window_ > first_window_; }
     static constexpr uint32_t kShrinkAfter = 256;
+    // An idle connection holds no grown window, as an idle TCP socket holds no
+    // buffer: once the reader has read everything written, the window goes
+    // back to the first one and the memory past it is given back at once,
+    // except the page of the wrap marker that starts the next lap there (given
+    // back once the reader passed it, at a later write or call of this). Never
+    // blocks; false when the reader has not read everything (or the ring broke).
+    bool give_back_if_drained();
+    // Memory is given back by whole pages: a wrap marker's page stays.
+    static constexpr uint64_t kGiveBackPage = 4096;
     uint64_t written() const { return written_; }
     RingStatus status() const { return status_; }
     const std::string& error() const { return error_; }

@@ -52,8 +52,7 @@ void RingWriter::shrink_window_if_idle() {
         if (!put_marker(RecordKind::wrap)) return;
     }
     small_writes_ = 0;
-    window_ = first_window_;
-    max_payload_ = max_payload(first_window_);
+    set_window(first_window_);
     // Whatever is unread now may lie past the first window (in this lap or,
     // after a wrap, the one before): it goes back once the reader passed it all.
     giveback_ = {first_window_, old, written_, true};
@@ -78,8 +77,7 @@ bool RingWriter::give_back_if_drained() {
         kept_to = std::min(old, (off + kAlign + kGiveBackPage - 1) & ~(kGiveBackPage - 1));
     }
     small_writes_ = 0;
-    window_ = first_window_;
-    max_payload_ = max_payload(first_window_);
+    set_window(first_window_);
     if (kept_to < old) sink_.release(kept_to, old);
     if (first_window_ < kept_from) sink_.release(first_window_, kept_from);
     if (kept_from < kept_to) giveback_ = {kept_from, kept_to, written_, true};
@@ -106,9 +104,14 @@ bool RingWriter::grow_window() {
         return growth_refused_ = true, false;
     }
     growth_refused_ = false;
-    window_ = next;
-    max_payload_ = max_payload(next);
+    set_window(next);
     return true;
+}
+
+void RingWriter::set_window(uint64_t w) {
+    window_ = w;
+    max_payload_ = max_payload(w);
+    if (grown_flag_) grown_flag_->store(w > first_window_ ? 1 : 0, std::memory_order_relaxed);
 }
 
 RingStatus RingWriter::fail(std::string why) {

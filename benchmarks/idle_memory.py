@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Memory per idle connection, as the resources issue measures it.
 
-    benchmarks/idle_memory.py [--connections N] [--rounds R] [--size B]
+    benchmarks/idle_memory.py [--connections N] [--rounds R] [--size B] [--settle S]
 
 One selectors echo server and one client, two processes started by this script
 with whatever LD_PRELOAD it was given. The client opens N connections, makes R
-round trips of B bytes on each, then holds them all. The memory they take is
+round trips of B bytes on each, then holds them all (in a selector, as an event
+loop does), and S seconds later (default 0.5) the memory is sampled. It is
 the difference, before and after, of
   - the two processes' proportional set size (smaps_rollup Pss: private pages
     plus each shared page divided among the processes mapping it, so the rings
@@ -74,6 +75,13 @@ def client(port, n, rounds, size):
                 got += len(b)
         conns.append(c)
     print("held", flush=True)
+    # Held as an event loop holds them: waiting on them (and on stdin, which ends the hold).
+    sel = selectors.DefaultSelector()
+    for c in conns:
+        sel.register(c, selectors.EVENT_READ)
+    sel.register(sys.stdin, selectors.EVENT_READ)
+    while not any(key.fileobj is sys.stdin for key, _ in sel.select()):
+        pass
     sys.stdin.readline()
     for c in conns:
         c.close()
@@ -122,6 +130,7 @@ def main():
     ap.add_argument("--connections", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--settle", type=float, default=0.5)
     ap.add_argument("--role", choices=["serve", "client"])
     ap.add_argument("--port", type=int)
     a = ap.parse_args()
@@ -144,7 +153,7 @@ def main():
         cli.stdin.flush()
         if cli.stdout.readline().strip() != "held":
             raise SystemExit("the client did not hold its connections")
-        time.sleep(0.5)
+        time.sleep(a.settle)
         after = sample([srv.pid, cli.pid])
         cli.stdin.write("done\n")
         cli.stdin.flush()
@@ -157,7 +166,7 @@ def main():
     n = a.connections
     parts = {k: (after[k] - before[k]) / n / 1024 for k in before}
     total = parts["pss"] + parts["tcp"]
-    print(f"connections={n} rounds={a.rounds} size={a.size} per_connection_KiB={total:.1f} "
+    print(f"connections={n} rounds={a.rounds} size={a.size} settle={a.settle}s per_connection_KiB={total:.1f} "
           f"(processes={parts['pss']:.1f} tcp={parts['tcp']:.1f}; host Shmem {parts['shmem']:+.1f}) "
           f"fds_per_connection={parts['fds']:.2f}")
 

@@ -2,6 +2,7 @@
 #include "sys/raw_syscall.hpp"
 #include "sys/kernel_calls.hpp"
 #include "connection/connection_detail.hpp"
+#include "connection/idle_windows.hpp"
 #include "shm/leftover.hpp"
 #include "wait/cpu_load.hpp"
 
@@ -73,6 +74,7 @@ void Connection::fault_handover() {
 }
 
 Connection::~Connection() {
+    idle_windows::forget(this);
     if (own_fd_) retire_fd();
     delete bells_.load(std::memory_order_relaxed);
 }

@@ -279,6 +279,15 @@ public:
     // inherits an upgraded connection must not touch its rings.
     bool owned_by_this_process() const;
 
+    // The idle pass (idle_windows.hpp) asks a connection whose send window grew
+    // to give it back: done once it is back (or there is nothing of ours to
+    // give: not upgraded, a forked copy, our end sent), later while it is not
+    // idle yet (a send since the last pass, a writer of ours busy, a reader
+    // that has not read everything). Never blocks.
+    enum class Idle { later, done };
+    Idle give_back_idle_window();
+    std::atomic<bool> idle_watched_{false};  // idle_windows' own mark (under its lock)
+
     // One line: transport, role and bytes each way (plain bytes are counted by the shim).
     std::string stats_line(uint64_t plain_tx, uint64_t plain_rx) const;
     const char* transport_name() const { return phase() == Phase::upgraded ? transport_->name() : "tcp"; }
@@ -577,6 +586,8 @@ private:
     int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
     int owner_pid_ = 0;
     uint64_t fork_gen_ = 0;  // fork_generation() when owner_pid_ was set
+    uint64_t idle_seen_tx_ = ~0ull;  // tx_bytes_ at the idle pass before (give_back_idle_window)
+    int idle_passes_ = 0;            // passes since, the reader not done reading
     // The process that runs the rendezvous, and its fork count then: a fork
     // while the rendezvous is under way may leave two processes writing the
     // socket, and the switch offset would count only one's bytes.

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "connection/idle_windows.hpp"
 #include "sys/iov_check.hpp"
 #include "base/log.hpp"
 #include "rdma/rdma_setup.hpp"
@@ -164,6 +165,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             total += r.bytes;
             tx_bytes_ += r.bytes;
             ring_doorbell();
+            if (w.window_grown() && !idle_watched_.load(std::memory_order_relaxed)) idle_windows::watch(this);
             note_resets(true);  // bytes to a socket that is gone draw TCP's RST: the next call fails
             if (r.fault || total == want) return static_cast<ssize_t>(total);
             continue;
@@ -196,6 +198,38 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         }
         if (!w.has_space() && reader_gone() && !peer_reset_.exchange(true)) pending_err_.store(ECONNRESET);  // nobody will ever read
     }
+}
+
+// An idle connection's grown send window goes back (idle_windows.hpp).
+Connection::Idle Connection::give_back_idle_window() {
+    std::unique_lock<SideLock> lk(write_mu_, std::try_to_lock);
+    if (!lk.owns_lock()) return Idle::later;  // a send under way (or one asleep on a full ring)
+    if (phase() != Phase::upgraded || !owned_by_this_process() || shut_wr_) return Idle::done;
+    auto& w = transport_->writer();
+    if (!w.window_grown()) return Idle::done;
+    if (tx_bytes_ != idle_seen_tx_) {  // sent since the last pass: not idle yet
+        idle_seen_tx_ = tx_bytes_;
+        idle_passes_ = 0;
+        return Idle::later;
+    }
+    // Held by another process (a forked copy's take-back, the peer's claim):
+    // the next pass, rather than wait for it here.
+    if (auto* c = transport_->tx_control(); c && c->writer_busy.load(std::memory_order_relaxed) != 0) return Idle::later;
+    // On the way back to TCP: a send's take-back (which may wait on the
+    // socket) is not this pass's business, and the rings are done with.
+    if (RingControl* c = transport_->tx_control();
+        handing_over_.load() || (c && (c->back_state.load() != RingControl::ring ||
+                                       transport_->rx_control()->back_state.load() == RingControl::back)))
+        return Idle::done;
+    if (tx_enter_locked() != Way::ring) return Idle::done;
+    const bool back = w.give_back_if_drained();
+    tx_leave_locked();
+    if (back) {
+        RS_LOG(debug, "fd %d: idle: the send window went back to %llu KiB", fd_,
+               static_cast<unsigned long long>(w.window() >> 10));
+        return Idle::done;
+    }
+    return ++idle_passes_ >= idle_windows::kGiveUpPasses ? Idle::done : Idle::later;
 }
 
 namespace {

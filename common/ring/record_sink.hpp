@@ -35,6 +35,9 @@ class ConsumedPublisher {
 public:
     virtual ~ConsumedPublisher() = default;
     virtual bool publish_consumed(uint64_t consumed) = 0;
+    // Whether the writer wants to hear at once that everything was read (its
+    // window is grown: RingControl::window_grown), not an eighth later.
+    virtual bool drain_wanted() const { return true; }
 };
 
 }  // namespace rdmasock::ring

@@ -47,6 +47,13 @@ struct RingControl {
     //            draws a RST, the call after fails with ECONNRESET.
     enum ReaderState : uint32_t { reading = 0, closed = 1, aborted = 2, gone = 3 };
     alignas(64) std::atomic<uint32_t> reader_state{reading};
+
+    // Writer -> reader: 1 while the writer's window is grown. The reader then
+    // publishes its place as soon as it has read everything, so that an idle
+    // writer can give the window back (ring_writer.hpp give_back_if_drained);
+    // otherwise it publishes lazily. (Appended: a peer of the layout before
+    // never sets it, and reads nothing here.)
+    alignas(64) std::atomic<uint32_t> window_grown{0};
 };
 
 }  // namespace rdmasock

@@ -136,6 +136,13 @@ IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
         pos = next_position(pos, rec.kind, rec.length, capacity_);
         partial = 0;
     }
+    // A read that took the last record to the byte drained the ring too: a
+    // writer whose window is grown learns it now (it gives the window back
+    // only once we have read everything, ring_writer.hpp give_back_if_drained).
+    // One look at the next record; a writer in its first window is not told.
+    if (consume && windowed_ && !drained && !eof && iovcnt == 0 && partial == 0 && r.bytes > 0 &&
+        publisher_.drain_wanted())
+        drained = inspect(pos, false).state == RingStatus::would_block;
     if (consume) {
         consumed_ = pos;
         partial_ = partial;

@@ -16,7 +16,9 @@
 // the wrap marker skips the rest of the ring, at least half of it, which
 // publishes at once. A reader that drains a windowed ring publishes at once
 // (its writer may stand in a window that went back, unable to wrap and
-// refused more memory: nothing else would tell it).
+// refused more memory: nothing else would tell it); while the writer's window
+// is grown, also when a read takes the last record to the byte (an idle
+// writer gives the window back once everything was read).
 #pragma once
 
 #include <sys/uio.h>

@@ -52,30 +52,66 @@ void RingWriter::shrink_window_if_idle() {
         if (!put_marker(RecordKind::wrap)) return;
     }
     small_writes_ = 0;
-    window_ = first_window_;
-    max_payload_ = max_payload(first_window_);
+    set_window(first_window_);
     // Whatever is unread now may lie past the first window (in this lap or,
     // after a wrap, the one before): it goes back once the reader passed it all.
     giveback_ = {first_window_, old, written_, true};
 }
 
+bool RingWriter::give_back_if_drained() {
+    if (status_ == RingStatus::broken || fin_sent_) return false;
+    if (!refresh_consumed() || consumed_ != written_) return false;
+    if (giveback_.due) {  // the reader passed everything: what an earlier shrink kept goes now
+        sink_.release(giveback_.from, giveback_.to);
+        giveback_.due = false;
+    }
+    if (window_ <= first_window_) return true;
+    const uint64_t old = window_;
+    const uint64_t off = written_ & mask_;
+    uint64_t kept_from = old, kept_to = old;
+    if (off >= first_window_) {
+        // The next lap starts in the first window: a wrap marker here, which
+        // the reader passes at its next look. Its page stays until then.
+        if (!put_marker(RecordKind::wrap)) return false;
+        kept_from = std::max(first_window_, off & ~(kGiveBackPage - 1));
+        kept_to = std::min(old, (off + kAlign + kGiveBackPage - 1) & ~(kGiveBackPage - 1));
+    }
+    small_writes_ = 0;
+    set_window(first_window_);
+    if (kept_to < old) sink_.release(kept_to, old);
+    if (first_window_ < kept_from) sink_.release(first_window_, kept_from);
+    if (kept_from < kept_to) giveback_ = {kept_from, kept_to, written_, true};
+    return true;
+}
+
 bool RingWriter::grow_window() {
     if (window_ >= capacity_ || status_ == RingStatus::broken) return false;
     const uint64_t next = window_ * 2;
-    if (giveback_.due && window_ >= giveback_.from) {
-        // Growing back over memory not given back yet: it is still backed
-        // and counted, so it is taken back from the give-back, never freed
-        // under the records that will land there.
+    if (giveback_.due && next > giveback_.from && window_ < giveback_.to) {
+        // Growing over memory not given back yet: it is still backed and
+        // counted, so it is taken back from the give-back, never freed under
+        // the records that will land there; only the rest is backed.
+        // (Refused: everything as it was, the give-back whole.)
+        const uint64_t kept_from = std::max<uint64_t>(giveback_.from, window_), kept_to = std::min(giveback_.to, next);
+        if (window_ < kept_from && !sink_.back(window_, kept_from)) return growth_refused_ = true, false;
+        if (kept_to < next && !sink_.back(kept_to, next)) {
+            if (window_ < kept_from) sink_.release(window_, kept_from);
+            return growth_refused_ = true, false;
+        }
         giveback_.from = std::max(giveback_.from, next);
         if (giveback_.from >= giveback_.to) giveback_.due = false;
-        if (next > giveback_.to && !sink_.back(giveback_.to, next)) return growth_refused_ = true, false;
     } else if (!sink_.back(window_, next)) {
         return growth_refused_ = true, false;
     }
     growth_refused_ = false;
-    window_ = next;
-    max_payload_ = max_payload(next);
+    set_window(next);
     return true;
+}
+
+void RingWriter::set_window(uint64_t w) {
+    window_ = w;
+    max_payload_ = max_payload(w);
+    if (grown_flag_) grown_flag_->store(w > first_window_ ? 1 : 0, std::memory_order_relaxed);
 }
 
 RingStatus RingWriter::fail(std::string why) {

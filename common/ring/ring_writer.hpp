@@ -54,7 +54,20 @@ public:
     bool writable() const;
     uint64_t capacity() const { return capacity_; }
     uint64_t window() const { return window_; }
+    bool window_grown() const { return window_ > first_window_; }
     static constexpr uint32_t kShrinkAfter = 256;
+    // An idle connection holds no grown window, as an idle TCP socket holds no
+    // buffer: once the reader has read everything written, the window goes
+    // back to the first one and the memory past it is given back at once,
+    // except the page of the wrap marker that starts the next lap there (given
+    // back once the reader passed it, at a later write or call of this). Never
+    // blocks; false when the reader has not read everything (or the ring broke).
+    bool give_back_if_drained();
+    // Memory is given back by whole pages: a wrap marker's page stays.
+    static constexpr uint64_t kGiveBackPage = 4096;
+    // Where to say whether the window is grown (RingControl::window_grown: the
+    // reader then publishes its place at once when it has read everything).
+    void announce_window_to(std::atomic<uint32_t>* flag) { grown_flag_ = flag; }
     uint64_t written() const { return written_; }
     RingStatus status() const { return status_; }
     const std::string& error() const { return error_; }
@@ -65,6 +78,7 @@ private:
     uint64_t free_in_window(uint64_t written, uint64_t consumed) const;
     bool grow_window();
     void shrink_window_if_idle();
+    void set_window(uint64_t w);  // the only writer of window_ after construction
     // The lap ends here: a tail of 8 takes only a wrap marker; inside a smaller
     // window a tail of 16 too (a data record there would leave no room for it).
     bool wrap_due(uint64_t tail) const { return tail == kAlign || (window_ < capacity_ && tail < kAlign + record_bytes(1)); }
@@ -78,6 +92,7 @@ private:
     OwnerWritten<uint64_t> window_;  // read by writable()'s lookers too
     uint32_t max_payload_;  // of the window: a wrap loses at most a quarter of it
     uint64_t first_window_;
+    std::atomic<uint32_t>* grown_flag_ = nullptr;
     OwnerWritten<bool> growth_refused_{false};  // the sink said no last time: writable() judges the window
     uint32_t small_writes_ = 0;  // writes in a row that took all their bytes, at most a sixteenth of the first window
     struct Giveback {       // memory past a shrunk window, given back once the reader passed `after`

@@ -90,7 +90,9 @@ void ShmChannel::map_rings(uint8_t* base, uint64_t capacity) {
     rx_control_ = reinterpret_cast<RingControl*>(base + control_offset(1 - side_));
     sink_.ring = base + ring_offset(side_, capacity);
     publisher_.counter = &rx_control_->consumed;
+    publisher_.grown = &rx_control_->window_grown;
     writer_ = std::make_unique<ring::RingWriter>(capacity, sink_, &tx_control_->consumed, ring::kFirstWindow);
+    writer_->announce_window_to(&tx_control_->window_grown);
     reader_ = std::make_unique<ring::RingReader>(base + ring_offset(1 - side_, capacity), capacity, publisher_,
                                                  ring::kFirstWindow);
 }

@@ -70,10 +70,12 @@ private:
     };
     struct CounterPublisher final : ring::ConsumedPublisher {
         std::atomic<uint64_t>* counter = nullptr;
+        const std::atomic<uint32_t>* grown = nullptr;  // the writer's RingControl::window_grown
         bool publish_consumed(uint64_t consumed) override {
             counter->store(consumed, std::memory_order_release);
             return true;
         }
+        bool drain_wanted() const override { return grown->load(std::memory_order_relaxed) != 0; }
     };
 
     MemfdSegment memfd_;

@@ -58,6 +58,7 @@
 
 #include "wait/cpu_load.hpp"
 #include "sys/signal_seen.hpp"
+#include "wait/idle_pass.hpp"
 
 namespace rdmasock::wait {
 
@@ -177,10 +178,12 @@ int run(Hooks& h, int64_t timeout_us, const signals::Seen& since) {
             int64_t nap = left;
             if (!a.all_owned) nap = capped(nap, kNapUs);
             if (a.max_sleep_us >= 0) nap = capped(nap, a.max_sleep_us);
+            if (idle_pass::pending()) nap = capped(nap, idle_pass::kEveryUs);  // work for a quiet moment
             rc = h.sleep(nap, since);
         }
         const int saved = errno;
         h.settle(rc, sleep_now);
+        if (sleep_now && idle_pass::pending()) idle_pass::run_if_due();
         if (rc < 0) {
             errno = saved;
             return -1;

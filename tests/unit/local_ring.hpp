@@ -15,27 +15,35 @@ namespace rdmasock::test {
 struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
     // window: the writer's first window (0: the whole ring), the reader's hint.
     explicit LocalRing(uint64_t capacity, uint64_t window = 0)
-        : memory(capacity + 64, 0), ring(memory.data()), backed_end(window ? window : capacity),
-          writer(capacity, *this, &consumed, window), reader(ring, capacity, *this, window) {}
+        : memory(capacity + 64, 0), ring(memory.data()), backed(capacity, false),
+          writer(capacity, *this, &consumed, window), reader(ring, capacity, *this, window) {
+        std::fill(backed.begin(), backed.begin() + static_cast<long>(window ? window : capacity), true);
+    }
 
     uint8_t* stage(uint64_t offset, uint64_t bytes) override {
         last_staged = bytes;
-        if (offset + bytes > backed_end) ++outside_backing;
+        if (!all(offset, offset + bytes, true)) ++outside_backing;
         return ring + offset;
     }
     bool back(uint64_t from, uint64_t to) override {
         if (!back_ok) return false;
-        if (from != backed_end || to <= from) ++bad_backs;  // windows grow contiguously
-        backed_end = to;
+        if (to <= from || !all(from, to, false)) ++bad_backs;  // only memory not backed yet
+        std::fill(backed.begin() + static_cast<long>(from), backed.begin() + static_cast<long>(to), true);
         ++backs;
         return true;
     }
     void release(uint64_t from, uint64_t to) override {
-        if (to != backed_end || from >= to) ++bad_backs;
+        if (to <= from || !all(from, to, true)) ++bad_backs;  // only memory backed
         // What MADV_REMOVE leaves: zeroes, for both ends.
         std::fill(ring + from, ring + to, uint8_t{0});
-        backed_end = from;
+        std::fill(backed.begin() + static_cast<long>(from), backed.begin() + static_cast<long>(to), false);
         ++releases;
+    }
+    // Bytes of the ring backed now.
+    uint64_t backed_bytes() const { return static_cast<uint64_t>(std::count(backed.begin(), backed.end(), true)); }
+    bool all(uint64_t from, uint64_t to, bool b) const {
+        return std::all_of(backed.begin() + static_cast<long>(from), backed.begin() + static_cast<long>(to),
+                           [b](bool x) { return x == b; });
     }
     bool post(uint64_t, uint64_t) override {
         // A transport that takes its time (a doorbell, a verbs post).
@@ -55,8 +63,8 @@ struct LocalRing : ring::RecordSink, ring::ConsumedPublisher {
     int publications = 0;
     bool post_ok = true;
     int post_spin = 0;
-    // Window growth: what the writer asked the sink to back.
-    uint64_t backed_end;
+    // Window growth: what the writer asked the sink to back, byte by byte.
+    std::vector<bool> backed;
     bool back_ok = true;
     int backs = 0, releases = 0, bad_backs = 0, outside_backing = 0;
     ring::RingWriter writer;

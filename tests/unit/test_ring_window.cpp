@@ -170,7 +170,7 @@ TEST_CASE("a grown window goes back once the flow fits the first one again, afte
         // The memory past the first window goes back once the reader passed the wrap marker.
         for (int i = 0; i < 3; ++i) send_and_read(100, true);
         CHECK(r.releases == 1);
-        CHECK(r.backed_end == first);
+        CHECK(r.backed_bytes() == first);
         CHECK(r.bad_backs == 0);
         // Small messages go on inside it and never touch what was given back...
         for (int i = 0; i < 2000; ++i) send_and_read(300, true);
@@ -301,5 +301,94 @@ TEST_CASE("a writer in a window that went back, refused more memory, is released
         while (r.writer.write(buf.data(), 500).bytes > 0) {}
         while (r.reader.read(buf.data(), buf.size()).bytes > 0) {}
         REQUIRE(r.writer.has_space());
+    }
+}
+
+TEST_CASE("a drained grown window goes back at once, its memory given back but the wrap marker's page") {
+    const uint64_t cap = 1 << 18, first = 4096;
+    // Bulk sizes that leave the writer inside the first window or past it, at many offsets.
+    for (uint64_t bulk = 5000; bulk < 700000; bulk += 37123) {
+        LocalRing r(cap, first);
+        uint64_t stream = 0;
+        auto send_and_read = [&](size_t len, bool read_now) {
+            auto data = pattern(stream, len);
+            size_t put = 0, got = 0;
+            std::vector<uint8_t> back(len);
+            while (got < len) {
+                size_t w = 0;
+                if (put < len) put += w = r.writer.write(data.data() + put, len - put).bytes;
+                if (read_now || put == len || w == 0) got += r.reader.read(back.data() + got, len - got).bytes;
+            }
+            REQUIRE(back == data);
+            stream += len;
+        };
+        send_and_read(bulk, false);
+        if (!r.writer.window_grown()) continue;
+        const uint64_t grown = r.writer.window();
+        // Not all read: nothing changes.
+        auto more = pattern(stream, 100);
+        REQUIRE(r.writer.write(more.data(), 100).bytes == 100);
+        CHECK_FALSE(r.writer.give_back_if_drained());
+        CHECK(r.writer.window() == grown);
+        std::vector<uint8_t> back(100);
+        REQUIRE(r.reader.read(back.data(), 100).bytes == 100);
+        REQUIRE(back == more);
+        stream += 100;
+        // All read: the first window again, and at most one page of the rest still held.
+        REQUIRE(r.writer.give_back_if_drained());
+        CHECK(r.writer.window() == first);
+        CHECK(r.backed_bytes() <= first + RingWriter::kGiveBackPage);
+        CHECK(r.bad_backs == 0);
+        // The reader passes the marker with the next message; that page goes at the next write.
+        send_and_read(300, true);
+        send_and_read(300, true);
+        CHECK(r.backed_bytes() == first);
+        CHECK(r.outside_backing == 0);
+        CHECK(std::all_of(r.memory.begin() + first, r.memory.end(), [](uint8_t b) { return b == 0; }));
+        // A later bulk grows it again, backed first, every byte in order; and it goes back again.
+        send_and_read(bulk, false);
+        send_and_read(bulk / 3 + 1, false);
+        CHECK(r.bad_backs == 0);
+        CHECK(r.outside_backing == 0);
+        REQUIRE(r.writer.give_back_if_drained());
+        send_and_read(1000, true);
+        CHECK(r.writer.give_back_if_drained());  // the marker's page, if one stayed
+        CHECK(r.backed_bytes() == first);
+        CHECK(r.bad_backs == 0);
+    }
+}
+
+TEST_CASE("a window that grows over the wrap marker's page before it went back keeps every byte") {
+    const uint64_t cap = 1 << 18, first = 4096;
+    for (uint64_t bulk = 20000; bulk < 260000; bulk += 9973) {
+        LocalRing r(cap, first);
+        std::vector<uint8_t> got(cap);
+        uint64_t stream = 0;
+        auto bulk_unread = [&](size_t len) {  // written while the reader waits, then read whole
+            auto data = pattern(stream, len);
+            size_t put = 0;
+            while (put < len) {
+                const size_t w = r.writer.write(data.data() + put, len - put).bytes;
+                if (w == 0) break;
+                put += w;
+            }
+            size_t n = 0;
+            for (IoResult rd; (rd = r.reader.read(got.data() + n, put - n)).bytes > 0;) n += rd.bytes;
+            REQUIRE(n == put);
+            REQUIRE(std::equal(got.begin(), got.begin() + static_cast<long>(n), data.begin()));
+            stream += put;
+        };
+        bulk_unread(bulk);
+        if (!r.writer.window_grown() || !r.writer.give_back_if_drained()) continue;
+        // Before the reader passed the marker, a bulk write grows the window over its page.
+        bulk_unread(bulk + 50000);
+        bulk_unread(bulk);
+        CHECK(r.bad_backs == 0);
+        CHECK(r.outside_backing == 0);
+        REQUIRE(r.writer.give_back_if_drained());
+        bulk_unread(100);
+        CHECK(r.writer.give_back_if_drained());
+        CHECK(r.backed_bytes() == first);
+        CHECK(r.bad_backs == 0);
     }
 }

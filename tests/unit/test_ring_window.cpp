@@ -35,6 +35,22 @@ void stream_through(LocalRing& r, size_t total, size_t max_write, uint64_t seed)
     REQUIRE(got == data);
 }
 
+// `len` pattern bytes from stream offset `stream` written and read back, each
+// checked: the reader reads after every write (read_now), or only once the
+// writer has put all or found the ring full (a writer that runs ahead).
+void send_then_read(LocalRing& r, uint64_t& stream, size_t len, bool read_now) {
+    auto data = pattern(stream, len);
+    size_t put = 0, got = 0;
+    std::vector<uint8_t> back(len);
+    while (got < len) {
+        size_t w = 0;
+        if (put < len) put += w = r.writer.write(data.data() + put, len - put).bytes;
+        if (read_now || put == len || w == 0) got += r.reader.read(back.data() + got, len - got).bytes;
+    }
+    REQUIRE(back == data);
+    stream += len;
+}
+
 }  // namespace
 
 TEST_CASE("small messages stay in the first window, however long the connection lives") {
@@ -149,19 +165,7 @@ TEST_CASE("a grown window goes back once the flow fits the first one again, afte
     for (uint64_t bulk : {40000ull, 100000ull, 200000ull, 600000ull}) {  // where the writer stands when it shrinks varies
         LocalRing r(cap, first);
         uint64_t stream = 0;
-        auto send_and_read = [&](size_t len, bool read_now) {
-            auto data = pattern(stream, len);
-            size_t put = 0;
-            std::vector<uint8_t> back(len);
-            size_t got = 0;
-            while (got < len) {
-                size_t w = 0;
-                if (put < len) put += w = r.writer.write(data.data() + put, len - put).bytes;
-                if (read_now || put == len || w == 0) got += r.reader.read(back.data() + got, len - got).bytes;
-            }
-            REQUIRE(back == data);
-            stream += len;
-        };
+        auto send_and_read = [&](size_t len, bool read_now) { send_then_read(r, stream, len, read_now); };
         for (int i = 0; i < 4; ++i) send_and_read(bulk, false);  // the writer runs ahead: the window grows
         const uint64_t grown = r.writer.window();
         REQUIRE(grown > first);
@@ -310,18 +314,7 @@ TEST_CASE("a drained grown window goes back at once, its memory given back but t
     for (uint64_t bulk = 5000; bulk < 700000; bulk += 37123) {
         LocalRing r(cap, first);
         uint64_t stream = 0;
-        auto send_and_read = [&](size_t len, bool read_now) {
-            auto data = pattern(stream, len);
-            size_t put = 0, got = 0;
-            std::vector<uint8_t> back(len);
-            while (got < len) {
-                size_t w = 0;
-                if (put < len) put += w = r.writer.write(data.data() + put, len - put).bytes;
-                if (read_now || put == len || w == 0) got += r.reader.read(back.data() + got, len - got).bytes;
-            }
-            REQUIRE(back == data);
-            stream += len;
-        };
+        auto send_and_read = [&](size_t len, bool read_now) { send_then_read(r, stream, len, read_now); };
         send_and_read(bulk, false);
         if (!r.writer.window_grown()) continue;
         const uint64_t grown = r.writer.window();

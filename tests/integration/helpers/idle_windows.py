@@ -26,16 +26,6 @@ def pattern(n, seed):
     return bytes(out[:n])
 
 
-def recv_exact(s, n):
-    b = bytearray()
-    while len(b) < n:
-        got = s.recv(min(65536, n - len(b)))
-        if not got:
-            break
-        b += got
-    return bytes(b)
-
-
 c, s = settled_pair()
 
 
@@ -48,7 +38,7 @@ def serve():
     while True:
         if sel:
             sel.select()
-        req = recv_exact(s, 8)
+        req = s.recv(8, socket.MSG_WAITALL)
         if len(req) < 8:
             break
         (n,) = struct.unpack("!Q", req)
@@ -61,7 +51,7 @@ t = threading.Thread(target=serve)
 t.start()
 for i, n in enumerate(SIZES):
     c.sendall(struct.pack("!Q", n))
-    got = recv_exact(c, n)
+    got = c.recv(n, socket.MSG_WAITALL)
     print("request %d: %d bytes, %s" % (i, len(got), "intact" if got == pattern(n, i) else "DIFFERENT"), flush=True)
     time.sleep(IDLE_S)  # idle: the server's window goes back meanwhile
 c.shutdown(socket.SHUT_WR)

@@ -39,7 +39,7 @@ CONF
     kill -QUIT "$sp" 2>/dev/null; wait "$sp" 2>/dev/null
     printf '%-12s %s\n' "$1" "$out"
 }
-echo "ab -n $N -c $C (no keep-alive) against nginx, $rounds rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "ab -n $N -c $C $([[ -n ${AB_K:-} ]] && echo "-k (keep-alive)" || echo "(no keep-alive)") against nginx, $rounds rounds, $(nproc) CPUs, load $(cut -d" " -f1-3 /proc/loadavg)"
 for _ in $(seq "$rounds"); do
     one tcp ""
     for lv in "$@"; do one "${lv%%=*}" "${lv#*=}"; done

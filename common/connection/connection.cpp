@@ -401,6 +401,9 @@ bool Connection::settle(int flags, bool for_write) {
         Phase ph = phase();
         if (settled(ph)) return true;
         if (for_write && ph == Phase::strip_hello) return true;
+        // Shut by the application while the peer's message is owed: TCP answers
+        // at once (a read 0, a write EPIPE), whatever the handshake does.
+        if (awaits_peer_message(ph) && (for_write ? shut_wr_.load() : shut_rd_.load())) return true;
         // The side-channel rendezvous never holds an application call back.
         if (ph == Phase::rv_listen || ph == Phase::rv_pending || ph == Phase::rv_offered || ph == Phase::rv_accepted)
             return true;
@@ -467,6 +470,9 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
     // answers at once, reading no byte of the stream.
     if ((flags & MSG_OOB) && !settled(phase()) && !has_rings(phase())) return kernel_io(false, iov, iovcnt, flags);
     if (!settle(flags, false)) return -1;
+    // Our SHUT_RD, recorded while the peer's message is owed (Connection::shutdown):
+    // nothing of the stream can be queued ahead of that message.
+    if (awaits_peer_message(phase()) && shut_rd_.load()) return 0;
     if (handover_at_) fault_handover();
     if (phase() == Phase::upgraded && downgrade_due()) serve_downgrade();  // plain now, if the peer went back
     switch (phase()) {
@@ -529,6 +535,24 @@ int Connection::shutdown(int how, bool* kernel_carries) {
     }
     bool fin_owed = false;  // our sends reached the ring while this call began on TCP
     if (phase() != Phase::upgraded) {
+        if (awaits_peer_message(phase())) {
+            // The peer's shim still owes a message (awaits_peer_message): the kernel
+            // gets our FIN, not our SHUT_RD, which is recorded (reads say 0, poll
+            // says readable) and reaches the kernel once the handshake is settled
+            // (become_plain); the handshake itself ends on TCP (progress_*).
+            signals::DeferHandlers held;
+            std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+            if (awaits_peer_message(phase())) {
+                if (rd) shut_rd_ = true;
+                // A client that shut a direction ends the handshake on TCP
+                // (progress_client_reply); a server upgrades at the READY it
+                // owes, its FIN carried by the kernel as before.
+                if (wr && role_ == Role::client) shut_wr_ = true;
+                const int r = wr ? kernel::shutdown(fd_, SHUT_WR) : kernel_stream_closed(fd_) ? (errno = ENOTCONN, -1) : 0;
+                wake_local();  // readers, pollers and epoll sets look again (ready_events)
+                return r;
+            }
+        }
         // The kernel carries this one (the caller shuts the TCP socket down); a
         // later switch to the ring must not reopen what the app closed.
         if (!has_rings(phase())) {
@@ -654,6 +678,18 @@ void Connection::close_last_reference() {
         bool eof, empty;
         auto r = peek_message(&eof, &empty);
         if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);
+    }
+    if (phase() == Phase::offered && !forked_since_rendezvous()) {
+        // The server's reply to our HELLO, if it landed, left unread would make
+        // the kernel's close a RST where TCP, with nothing of the stream unread,
+        // sends a FIN. (One still on its way draws that RST all the same: a
+        // limit, in docs/protocol.md.) A forked copy may still negotiate.
+        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+        bool eof, empty;
+        auto r = peek_message(&eof, &empty);
+        const handshake::Type t = r.message.type;
+        if (r.status == handshake::Parse::complete && (t == handshake::Type::accept || t == handshake::Type::decline))
+            consume(r.consumed);
     }
     // TCP's close sends a RST instead of a FIN when bytes were left unread: so
     // does ours (SO_LINGER 0 on the kernel socket), and the peer's writer, which

@@ -361,7 +361,11 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             // a fresh connection is writable; reads wait for the first bytes.
             *kernel_events = POLLIN;
             return out;
-        default: *kernel_events = POLLIN; return 0;  // waiting for a handshake reply
+        default:  // waiting for the peer's handshake message
+            *kernel_events = POLLIN;
+            // Our shutdowns then are recorded, not the kernel's (Connection::shutdown).
+            if (!shut_rd_) return 0;
+            return static_cast<short>(shut_rd_events | (shut_wr_ ? POLLHUP | out : 0));
     }
     *kernel_events = POLLIN;  // doorbells and EOF
     short r = 0;

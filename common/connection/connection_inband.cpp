@@ -166,6 +166,12 @@ bool Connection::progress_client_reply() {
         err = "the server accepted a transport we did not offer";
     }
     pending_.reset();
+    // The application shut a direction meanwhile (Connection::shutdown): the
+    // connection ends on TCP, where the kernel then keeps what it shut.
+    if (t && (shut_rd_.load() || shut_wr_.load())) {
+        t.reset();
+        err = "the application shut the connection down during the handshake";
+    }
     handshake::Message reply;
     if (!t) {
         reply.type = handshake::Type::abort;
@@ -210,6 +216,16 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
         return true;
     }
     consume(r.consumed);
+    // The client's FIN is behind its HELLO: it shut its end, or closed, before a
+    // reply. A reply could then land on a socket shut both ways or closed, whose
+    // kernel answers it with a RST that TCP would never send; and a client that
+    // can no longer write can send no READY. No reply: TCP from here on, and
+    // the client, which reads our bytes or our FIN instead, stays there too.
+    pollfd fin{fd_, POLLRDHUP, 0};
+    if (ops_.poll(&fin, 1, 0) == 1 && (fin.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        become_plain("client shut its end after its HELLO");
+        return true;
+    }
     const auto& m = r.message;
     handshake::Message reply;
     reply.type = handshake::Type::decline;

@@ -21,6 +21,12 @@ constexpr bool rendezvous_on_tcp(Phase p) {
     return p == Phase::rv_listen || p == Phase::rv_pending || p == Phase::rv_offered;
 }
 
+// In band, a handshake message of the peer's shim is still owed: the reply to
+// our HELLO (offered), the client's READY or ABORT (accepted). The kernel must
+// not be shut both ways then: a TCP socket shut for reading and writing resets
+// the connection when bytes land (tcp_rcv_state_process), and TCP would see none.
+constexpr bool awaits_peer_message(Phase p) { return p == Phase::offered || p == Phase::accepted; }
+
 namespace phase_table {
 constexpr uint32_t bit(Phase p) { return 1u << static_cast<unsigned>(p); }
 constexpr uint32_t bits() { return 0; }

@@ -216,3 +216,133 @@ TEST_CASE("a server that allows only rdma declines a shm-only HELLO") {
     CHECK(server.phase() == Phase::plain);
     CHECK_THAT(client.stats_line(0, 0), Catch::Contains("no common transport"));
 }
+
+namespace {
+
+// The client's HELLO is out and the reply owed (Phase::offered): a nonblocking
+// look sends it. The raw server side reads it.
+void client_offered(TcpPair& p, Connection& client) {
+    client.set_offer(handshake::kOfferShm);
+    char b[8];
+    iovec v{b, sizeof b};
+    REQUIRE(client.recv(&v, 1, MSG_DONTWAIT) == -1);
+    REQUIRE(client.phase() == Phase::offered);
+    uint8_t hello[handshake::kMaxMessage];
+    ssize_t n = ::recv(p.server, hello, sizeof hello, 0);
+    REQUIRE(handshake::parse(hello, static_cast<size_t>(n)).message.type == handshake::Type::hello);
+}
+
+void send_decline(int fd) {
+    handshake::Message m;
+    m.type = handshake::Type::decline;
+    m.reason = handshake::Reason::no_transport;
+    auto bytes = handshake::encode(m);
+    REQUIRE(::send(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+}
+
+// What the application's shutdown does through the interposer.
+void app_shutdown(Connection& c, int fd, int how) {
+    bool kernel_carries = false;
+    int r = c.shutdown(how, &kernel_carries);
+    if (kernel_carries) r = ::shutdown(fd, how);
+    REQUIRE(r == 0);
+}
+
+bool lands(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 10000) == 1;
+}
+
+}  // namespace
+
+TEST_CASE("shut both ways while the reply to HELLO is owed: the reply draws no reset; reads say 0, as TCP's") {
+    // A kernel socket shut for reading and writing resets the connection when
+    // bytes land (tcp_rcv_state_process): the reply, which TCP never sends,
+    // must not find it so (seen as ECONNRESET on the VM, the handler's shutdown
+    // racing a slow ACCEPT).
+    TcpPair p, tcp;
+    Config cfg;
+    Connection client(p.client, Role::client, false, cfg, kLibc);
+    client_offered(p, client);
+    app_shutdown(client, p.client, SHUT_RDWR);
+    ::shutdown(tcp.client, SHUT_RDWR);  // the same over plain TCP, for its poll
+    const short asked = POLLIN | POLLOUT | POLLRDHUP;
+    pollfd k{tcp.client, asked, 0};
+    REQUIRE(::poll(&k, 1, 0) == 1);
+    short kernel_events = 0;
+    CHECK(client.ready_events(asked, &kernel_events) == k.revents);
+    char b[8];
+    iovec v{b, sizeof b};
+    CHECK(client.recv(&v, 1, 0) == 0);  // at once, as TCP's, the reply still owed
+    CHECK(::recv(p.server, b, sizeof b, 0) == 0);  // our FIN went out at once
+    send_decline(p.server);
+    REQUIRE(lands(p.client));
+    int err = -1;
+    socklen_t len = sizeof err;
+    REQUIRE(getsockopt(p.client, SOL_SOCKET, SO_ERROR, &err, &len) == 0);
+    CHECK(err == 0);  // no reset
+    CHECK(client.recv(&v, 1, 0) == 0);
+    CHECK(client.phase() == Phase::plain);  // the reply read on the way
+    CHECK(client.ready_events(asked, &kernel_events) == 0);
+    CHECK(kernel_events == asked);          // plain: the kernel's poll, shut both ways now
+    pollfd now{p.client, asked, 0};
+    REQUIRE(::poll(&now, 1, 0) == 1);
+    CHECK(now.revents == k.revents);
+    iovec w{b, 1};
+    errno = 0;
+    CHECK(client.send(&w, 1, MSG_NOSIGNAL) == -1);
+    CHECK(errno == EPIPE);
+}
+
+TEST_CASE("shut for reading while the reply to HELLO is owed: reads say 0, the handshake ends on TCP, writes go on") {
+    TcpPair p;
+    Config cfg;
+    Connection client(p.client, Role::client, false, cfg, kLibc);
+    client_offered(p, client);
+    app_shutdown(client, p.client, SHUT_RD);
+    char b[8];
+    iovec v{b, sizeof b};
+    CHECK(client.recv(&v, 1, 0) == 0);
+    send_decline(p.server);
+    REQUIRE(lands(p.client));
+    CHECK(client.recv(&v, 1, 0) == 0);
+    CHECK(client.phase() == Phase::plain);
+    CHECK(send_str(client, "late") == 4);  // SHUT_RD leaves the writing side open
+    char got[4];
+    CHECK(::recv(p.server, got, 4, MSG_WAITALL) == 4);
+}
+
+TEST_CASE("closed with the reply to HELLO landed and unread: a FIN, not a reset") {
+    TcpPair p;
+    Config cfg;
+    Connection client(p.client, Role::client, false, cfg, kLibc);
+    client_offered(p, client);
+    send_decline(p.server);
+    REQUIRE(lands(p.client));
+    client.close_last_reference();
+    ::close(p.client);
+    p.client = -1;
+    char b[8];
+    CHECK(::recv(p.server, b, sizeof b, 0) == 0);  // EOF, not ECONNRESET
+}
+
+TEST_CASE("a client that shut its end right after its HELLO gets no reply: the server reads EOF, as over TCP") {
+    // A reply could land on a client socket shut both ways or closed: a RST,
+    // which TCP would never send. A client that cannot write sends no READY anyway.
+    TcpPair p;
+    Config cfg;
+    Connection server(p.server, Role::server, false, cfg, kLibc);
+    handshake::Message hello;
+    hello.type = handshake::Type::hello;
+    hello.offers = handshake::kOfferShm;
+    auto bytes = handshake::encode(hello);
+    REQUIRE(::send(p.client, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+    REQUIRE(::shutdown(p.client, SHUT_WR) == 0);
+    char b[8];
+    iovec v{b, sizeof b};
+    CHECK(server.recv(&v, 1, 0) == 0);
+    CHECK(server.phase() == Phase::plain);
+    CHECK_THAT(server.stats_line(0, 0), Catch::Contains("client shut its end after its HELLO"));
+    CHECK(::recv(p.client, b, sizeof b, MSG_DONTWAIT) == -1);  // no reply
+    CHECK(errno == EAGAIN);
+}

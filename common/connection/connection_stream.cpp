@@ -212,13 +212,13 @@ Connection::Idle Connection::give_back_idle_window() {
         idle_passes_ = 0;
         return Idle::later;
     }
+    RingControl* c = transport_->tx_control();
     // Held by another process (a forked copy's take-back, the peer's claim):
     // the next pass, rather than wait for it here.
-    if (auto* c = transport_->tx_control(); c && c->writer_busy.load(std::memory_order_relaxed) != 0) return Idle::later;
+    if (c && c->writer_busy.load(std::memory_order_relaxed) != 0) return Idle::later;
     // On the way back to TCP: a send's take-back (which may wait on the
     // socket) is not this pass's business, and the rings are done with.
-    if (RingControl* c = transport_->tx_control();
-        handing_over_.load() || (c && (c->back_state.load() != RingControl::ring ||
+    if (handing_over_.load() || (c && (c->back_state.load() != RingControl::ring ||
                                        transport_->rx_control()->back_state.load() == RingControl::back)))
         return Idle::done;
     if (tx_enter_locked() != Way::ring) return Idle::done;

@@ -166,19 +166,27 @@ bool names_socket(const char* link, ssize_t len, uint64_t inode) {
     return len == n && std::memcmp(link, want, static_cast<size_t>(n)) == 0;
 }
 
-// How many of process `pid`'s descriptors name socket `inode`, counting up
-// to `enough`; -1 when its fd table cannot be read (another user's process,
-// or one that is not dumpable).
-int count_socket(pid_t pid, uint64_t inode, int enough) {
+// Calls on_fd(fd) for each descriptor of process `pid` (0: this one, through
+// /proc/self) that names socket `inode`, until it returns false. False when
+// the fd table cannot be read (another user's process, or one that is not dumpable).
+template <class OnFd>
+bool each_descriptor_naming(pid_t pid, uint64_t inode, OnFd on_fd) {
     char dir[48];
-    std::snprintf(dir, sizeof dir, "/proc/%d/fd", static_cast<int>(pid));
-    int found = 0;
-    const bool read = each_entry(dir, [&](const char* name) {
+    if (pid == 0) std::snprintf(dir, sizeof dir, "/proc/self/fd");
+    else std::snprintf(dir, sizeof dir, "/proc/%d/fd", static_cast<int>(pid));
+    return each_entry(dir, [&](const char* name) {
         char path[96], link[64];
         std::snprintf(path, sizeof path, "%s/%s", dir, name);
-        if (names_socket(link, kernel::readlink(path, link, sizeof link - 1), inode)) ++found;
-        return found < enough;
+        if (!names_socket(link, kernel::readlink(path, link, sizeof link - 1), inode)) return true;
+        return on_fd(std::strtoul(name, nullptr, 10));
     });
+}
+
+// How many of process `pid`'s descriptors name socket `inode`, counting up
+// to `enough`; -1 when its fd table cannot be read.
+int count_socket(pid_t pid, uint64_t inode, int enough) {
+    int found = 0;
+    const bool read = each_descriptor_naming(pid, inode, [&](unsigned long) { return ++found < enough; });
     return read || found > 0 ? found : -1;
 }
 
@@ -189,12 +197,7 @@ int descriptors_left_after(uint64_t inode, unsigned first, unsigned last, int* i
     if (inode == 0) return 0;
     const int saved = errno;
     int left = 0;
-    const bool read = each_entry("/proc/self/fd", [&](const char* name) {
-        char path[64], link[64];
-        std::snprintf(path, sizeof path, "/proc/self/fd/%s", name);
-        const ssize_t len = kernel::readlink(path, link, sizeof link - 1);
-        if (!names_socket(link, len, inode)) return true;
-        const unsigned long fd = std::strtoul(name, nullptr, 10);
+    const bool read = each_descriptor_naming(0, inode, [&](unsigned long fd) {
         if (fd >= first && fd <= last) *inside = static_cast<int>(fd);
         else ++left;
         return left < 2 || *inside < 0;

@@ -6,6 +6,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,7 +42,9 @@ bool fill(const sockaddr_storage& a, __be16& port, __be32 (&addr)[4], int& famil
 
 }  // namespace
 
-bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, SocketId& out, std::string& err) {
+bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, SocketId& out, std::string& err,
+                 bool* queued) {
+    if (queued) *queued = false;
     struct {
         nlmsghdr nlh;
         inet_diag_req_v2 req;
@@ -79,7 +82,12 @@ bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, Socke
                 out.inode = m->idiag_inode;
                 out.uid = m->idiag_uid;
                 ok = out.inode != 0;
-                if (!ok) err = "the peer closed before the switch";  // an orphan socket (FIN_WAIT, TIME_WAIT) has no inode
+                // No inode: no process holds it. Not accepted yet (still established
+                // in the accept queue, or closed there by its client), or an orphan.
+                const bool in_queue = m->idiag_state == TCP_ESTABLISHED || m->idiag_state == TCP_SYN_RECV;
+                if (!ok && in_queue) err = "the server has not accepted the connection yet";
+                else if (!ok) err = "the peer closed before the switch";  // an orphan socket (FIN_WAIT, TIME_WAIT)
+                if (!ok && queued) *queued = in_queue;
             } else if (h->nlmsg_type == NLMSG_ERROR) {
                 auto* e = static_cast<nlmsgerr*>(NLMSG_DATA(h));
                 err = std::string("sock_diag: ") + strerror(-e->error);

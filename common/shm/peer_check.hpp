@@ -27,8 +27,12 @@ struct SocketId {
 };
 
 // The TCP socket whose local address is `src` and remote address is `dst` (both
-// AF_INET or AF_INET6), by sock_diag. False with `err` when there is none.
-bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, SocketId& out, std::string& err);
+// AF_INET or AF_INET6), by sock_diag. False with `err` when there is none, or
+// when it has no inode: an orphan (closed: FIN_WAIT, TIME_WAIT...), or a
+// connection still in its listener's accept queue, which no process holds yet
+// (`*queued` true then: the server may still accept it).
+bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, SocketId& out, std::string& err,
+                 bool* queued = nullptr);
 // Our own socket's inode (fstat).
 uint64_t inode_of(int fd);
 // Whether the process (pid, uid) claiming fd `claimed_fd` holds socket `expected`.

@@ -168,8 +168,17 @@ bool ShmRendezvous::accept_candidate(int tcp_fd, bool& failed) {
                 side_channel::close_channel(c, chan_may_hold_fds_);
                 continue;
             }
-            if (!peer_check::find_socket(remote, local, peer_socket_, err)) {
+            bool queued = false;
+            if (!peer_check::find_socket(remote, local, peer_socket_, err, &queued)) {
                 side_channel::close_channel(c, chan_may_hold_fds_);
+                if (queued) {
+                    // The server has not accepted our connection: nobody holds its
+                    // end yet, so nobody can be the server here. Whoever this is
+                    // goes, unread; the real server may still come.
+                    RS_LOG(info, "fd %d: side channel: refused a connection from pid %d (%s); listening on", tcp_fd,
+                           static_cast<int>(pid), err.c_str());
+                    continue;
+                }
                 failed = true;
                 fail("cannot identify the server socket: " + err);
                 return false;

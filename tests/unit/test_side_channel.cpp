@@ -306,6 +306,42 @@ TEST_CASE("sock_diag finds the peer socket of a loopback connection and holds() 
     close(c), close(s);
 }
 
+TEST_CASE("sock_diag: a connection still in its listener's queue is told apart from a closed one") {
+    // A stranger can reach a client's side channel before the server accepted the
+    // connection (a busy postmaster): the server end has no inode yet. The client
+    // must drop the stranger and wait, not give the connection up as if its peer
+    // had closed (pgbench_beside_attackers, once in a CI run of 2026-12-01).
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(l, 4) == 0);
+    REQUIRE(getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    sockaddr_storage local{}, remote{};
+    socklen_t l1 = sizeof local, l2 = sizeof remote;
+    getsockname(c, reinterpret_cast<sockaddr*>(&local), &l1);
+    getpeername(c, reinterpret_cast<sockaddr*>(&remote), &l2);
+    peer_check::SocketId server_end;
+    std::string err;
+    bool queued = false;
+    CHECK_FALSE(peer_check::find_socket(remote, local, server_end, err, &queued));
+    CHECK(queued);
+    CHECK_THAT(err, Catch::Contains("not accepted"));
+    int s = accept(l, nullptr, nullptr);
+    REQUIRE(s >= 0);
+    CHECK(peer_check::find_socket(remote, local, server_end, err, &queued));
+    CHECK(server_end.inode == peer_check::inode_of(s));
+    close(s);  // the server end closes first: an orphan in FIN_WAIT, never "queued"
+    CHECK_FALSE(peer_check::find_socket(remote, local, server_end, err, &queued));
+    CHECK_FALSE(queued);
+    CHECK_THAT(err, Catch::Contains("closed"));
+    close(c), close(l);
+}
+
 TEST_CASE("side channel: a connection switches only once it has lived RDMASOCK_SHM_AFTER_US; before, no rings") {
     Config cfg;
     cfg.shm_after_us = 2000000;  // 2 s: the four rounds below take far less, even on a busy machine

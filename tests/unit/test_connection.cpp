@@ -10,9 +10,11 @@
 #include <cstring>
 #include <future>
 #include <string>
+#include <vector>
 
 #include "connection/connection.hpp"
 #include "connection_io.hpp"
+#include "loopback.hpp"
 
 using namespace rdmasock;
 using rdmasock::test::recv_n;
@@ -25,14 +27,8 @@ const SocketOps kLibc{::recv, ::send, ::recvmsg, ::sendmsg, ::poll};
 struct TcpPair {
     int client = -1, server = -1;
     TcpPair() {
-        int l = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        REQUIRE(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        REQUIRE(listen(l, 1) == 0);
-        getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+        sockaddr_in a;
+        int l = rdmasock::test::loopback_listener(a);
         client = socket(AF_INET, SOCK_STREAM, 0);
         REQUIRE(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
         server = accept(l, nullptr, nullptr);
@@ -44,6 +40,17 @@ struct TcpPair {
     }
 };
 
+
+// A HELLO offering shared memory in band (which a server always declines), encoded.
+std::vector<uint8_t> shm_hello_bytes() {
+    handshake::Message h;
+    h.type = handshake::Type::hello;
+    h.offers = handshake::kOfferShm;
+    h.uid = geteuid();
+    h.ring_bytes = 1 << 16;
+    h.boot_id = handshake::local_boot_id();
+    return handshake::encode(h);
+}
 
 // Client sends a request, server answers: the first I/O on each side runs the handshake.
 void exchange(Connection& client, Connection& server) {
@@ -136,13 +143,7 @@ TEST_CASE("an in-band shm HELLO gets a DECLINE and the bytes behind it stay appl
     TcpPair p;
     Config cfg;
     Connection server(p.server, Role::server, false, cfg, kLibc);
-    handshake::Message h;
-    h.type = handshake::Type::hello;
-    h.offers = handshake::kOfferShm;
-    h.uid = geteuid();
-    h.ring_bytes = 1 << 16;
-    h.boot_id = handshake::local_boot_id();
-    auto bytes = handshake::encode(h);
+    auto bytes = shm_hello_bytes();
     const char after[] = "bytes behind the HELLO";
     bytes.insert(bytes.end(), after, after + sizeof after);
     REQUIRE(::send(p.client, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
@@ -332,10 +333,7 @@ TEST_CASE("a client that shut its end right after its HELLO gets no reply: the s
     TcpPair p;
     Config cfg;
     Connection server(p.server, Role::server, false, cfg, kLibc);
-    handshake::Message hello;
-    hello.type = handshake::Type::hello;
-    hello.offers = handshake::kOfferShm;
-    auto bytes = handshake::encode(hello);
+    auto bytes = shm_hello_bytes();
     REQUIRE(::send(p.client, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
     REQUIRE(::shutdown(p.client, SHUT_WR) == 0);
     char b[8];

@@ -27,6 +27,7 @@
 
 #include "connection/connection.hpp"
 #include "connection_io.hpp"
+#include "loopback.hpp"
 #include "rdma/rdma_device.hpp"
 #include "sys/process_id.hpp"
 #include "shm/fd_reaper.hpp"
@@ -48,14 +49,8 @@ const SocketOps kLibc{::recv, ::send, ::recvmsg, ::sendmsg, ::poll};
 // A loopback TCP pair whose client runs `before_connect` between socket() and connect().
 template <class F>
 std::pair<int, int> tcp_pair(F before_connect) {
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    REQUIRE(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(listen(l, 1) == 0);
-    getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+    sockaddr_in a;
+    int l = test::loopback_listener(a);
     int c = socket(AF_INET, SOCK_STREAM, 0);
     before_connect(c);
     REQUIRE(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
@@ -64,6 +59,14 @@ std::pair<int, int> tcp_pair(F before_connect) {
     return {c, s};
 }
 
+// A connected socket's (local, remote) addresses.
+std::pair<sockaddr_storage, sockaddr_storage> addresses_of(int fd) {
+    sockaddr_storage local{}, remote{};
+    socklen_t l1 = sizeof local, l2 = sizeof remote;
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&local), &l1) == 0);
+    REQUIRE(getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &l2) == 0);
+    return {local, remote};
+}
 
 // A client and a server Connection over one loopback pair, side channel armed.
 struct SidePair {
@@ -289,10 +292,7 @@ TEST_CASE("a file a peer handed over is closed in place only when its close cann
 
 TEST_CASE("sock_diag finds the peer socket of a loopback connection and holds() checks the fd") {
     auto [c, s] = tcp_pair([](int) {});
-    sockaddr_storage local{}, remote{};
-    socklen_t l1 = sizeof local, l2 = sizeof remote;
-    getsockname(c, reinterpret_cast<sockaddr*>(&local), &l1);
-    getpeername(c, reinterpret_cast<sockaddr*>(&remote), &l2);
+    const auto [local, remote] = addresses_of(c);
     peer_check::SocketId server_end;
     std::string err;
     REQUIRE(peer_check::find_socket(remote, local, server_end, err));
@@ -311,20 +311,11 @@ TEST_CASE("sock_diag: a connection still in its listener's queue is told apart f
     // connection (a busy postmaster): the server end has no inode yet. The client
     // must drop the stranger and wait, not give the connection up as if its peer
     // had closed (pgbench_beside_attackers, once in a CI run of 2026-12-01).
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    REQUIRE(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(listen(l, 4) == 0);
-    REQUIRE(getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    sockaddr_in a;
+    int l = test::loopback_listener(a, 4);
     int c = socket(AF_INET, SOCK_STREAM, 0);
     REQUIRE(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    sockaddr_storage local{}, remote{};
-    socklen_t l1 = sizeof local, l2 = sizeof remote;
-    getsockname(c, reinterpret_cast<sockaddr*>(&local), &l1);
-    getpeername(c, reinterpret_cast<sockaddr*>(&remote), &l2);
+    const auto [local, remote] = addresses_of(c);
     peer_check::SocketId server_end;
     std::string err;
     bool queued = false;

@@ -648,6 +648,18 @@ void Connection::tell_reader_gone(bool aborted) {
         c->reader_state.store(aborted ? RingControl::aborted : RingControl::closed, std::memory_order_release);
 }
 
+void Connection::discard_landed_message(std::initializer_list<handshake::Type> types) {
+    std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
+    bool eof, empty;
+    auto r = peek_message(&eof, &empty);
+    if (r.status != handshake::Parse::complete) return;
+    for (handshake::Type t : types)
+        if (r.message.type == t) {
+            consume(r.consumed);
+            return;
+        }
+}
+
 void Connection::close_last_reference() {
     cancel::Shield shield;  // its end-of-stream and hand-over finish (thread_cancel.hpp)
     RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
@@ -674,22 +686,14 @@ void Connection::close_last_reference() {
         // what the client has not read yet of the bytes this server wrote. Only
         // after our own write: an untouched socket may be a forked child's to
         // negotiate (a postmaster closing its copy must not eat the HELLO).
-        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
-        bool eof, empty;
-        auto r = peek_message(&eof, &empty);
-        if (r.status == handshake::Parse::complete && r.message.type == handshake::Type::hello) consume(r.consumed);
+        discard_landed_message({handshake::Type::hello});
     }
     if (phase() == Phase::offered && !forked_since_rendezvous()) {
         // The server's reply to our HELLO, if it landed, left unread would make
         // the kernel's close a RST where TCP, with nothing of the stream unread,
         // sends a FIN. (One still on its way draws that RST all the same: a
         // limit, in docs/protocol.md.) A forked copy may still negotiate.
-        std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
-        bool eof, empty;
-        auto r = peek_message(&eof, &empty);
-        const handshake::Type t = r.message.type;
-        if (r.status == handshake::Parse::complete && (t == handshake::Type::accept || t == handshake::Type::decline))
-            consume(r.consumed);
+        discard_landed_message({handshake::Type::accept, handshake::Type::decline});
     }
     // TCP's close sends a RST instead of a FIN when bytes were left unread: so
     // does ours (SO_LINGER 0 on the kernel socket), and the peer's writer, which

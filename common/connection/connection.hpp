@@ -29,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 #include <mutex>
@@ -316,6 +317,9 @@ private:
     // send_message, or the phase it leaves when it cannot (`what` names the message).
     bool send_or_settle(const handshake::Message& m, const char* what);
     bool consume(size_t n);
+    // At the last close: reads a complete handshake message of one of `types`
+    // that has landed, so the kernel's close is a FIN, not the RST of unread bytes.
+    void discard_landed_message(std::initializer_list<handshake::Type> types);
     // The only writer of phase_: a move checked against connection_phase.hpp's
     // table. start() is the set-up move of a connection no call has used yet.
     void enter(Phase to);

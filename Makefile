@@ -32,7 +32,7 @@ obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 COMMON_OBJ := $(call obj,$(COMMON_SRC))
 SHIM_OBJ   := $(call obj,$(SHIM_SRC))
 UNIT_OBJ   := $(call obj,$(UNIT_SRC))
-PROGRAMS   := $(patsubst tests/programs/%.cpp,$(BUILD)/%,$(PROG_SRC))
+PROGRAMS   := $(patsubst tests/programs/%.cpp,$(BUILD)/%,$(PROG_SRC)) $(BUILD)/stdio_handler_static
 BENCHES    := $(patsubst benchmarks/%.cpp,$(BUILD)/%,$(BENCH_SRC))
 
 LIB        := $(BUILD)/librdmasock.so
@@ -108,6 +108,11 @@ $(UNIT): $(UNIT_OBJ) $(BUILD)/libcommon.a
 
 $(BUILD)/%: $(BUILD)/obj/tests/programs/%.o $(BUILD)/libcommon.a
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The stdio handler again, statically linked: a program no preload reaches
+# (tests/integration/handover_peer_stopped.sh).
+$(BUILD)/stdio_handler_static: $(BUILD)/obj/tests/programs/stdio_handler.o
+	$(CXX) -static -o $@ $^
 
 # A program that sets up an io_uring through liburing (tests/integration/io_uring.sh).
 $(BUILD)/uring_check: LDLIBS += -luring

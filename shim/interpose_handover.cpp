@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "sys/exec_image.hpp"
 #include "sys/raw_syscall.hpp"
 #include "real_calls.hpp"
 #include "errno_keep.hpp"
@@ -34,6 +35,7 @@
 #include "shim_state.hpp"
 #include "io_path.hpp"
 #include "splice_ring.hpp"
+#include "stdio_kept.hpp"
 #include "shm/leftover.hpp"
 #include "shm/peer_check.hpp"
 
@@ -155,32 +157,35 @@ bool exec_target(int dirfd, const char* path, int fd, bool search, struct ::stat
     return false;
 }
 
-// Whether the loader runs that program in secure mode (set-user-ID or
-// set-group-ID, or file capabilities), where it ignores LD_PRELOAD. Not found:
-// as if it did (the kept bytes would have no reader).
-bool runs_secure(int dirfd, const char* path, int fd, bool search) {
+// Whether the program an exec is about to run will serve kept bytes: the shim
+// is preloaded there and stands between its reads and the kernel. Not where
+// the loader ignores LD_PRELOAD (set-user-ID or set-group-ID, file
+// capabilities), nor where the program reads around libc's calls or has no
+// loader at all (sys/exec_image.hpp: a static or Go program). A file that
+// cannot be found or read (execute-only): as if it did not (the exec then
+// waits for the writer, as for a program without the shim).
+bool serves_kept_bytes(char* const* envp, int dirfd, const char* path, int fd, bool search) {
+    if (!preloads_shim(envp)) return false;
     struct ::stat st{};
     std::string found;
-    if (!exec_target(dirfd, path, fd, search, st, found)) return true;
-    if (st.st_mode & (S_ISUID | S_ISGID)) return true;
-    // File capabilities: an xattr (an execute-only file cannot be opened to
-    // ask; the loader then honours LD_PRELOAD unless it has capabilities, which
-    // we cannot see: taken as none).
+    if (!exec_target(dirfd, path, fd, search, st, found)) return false;
+    if (st.st_mode & (S_ISUID | S_ISGID)) return false;
     int f = fd >= 0 ? fd : found.empty() ? dirfd : -1;
     if (f < 0) f = static_cast<int>(raw_syscall(SYS_openat, dirfd, found.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (f < 0) return false;
     char cap[64];
-    const ssize_t n = f >= 0 ? fgetxattr(f, "security.capability", cap, sizeof cap) : -1;
-    if (f >= 0 && f != fd && f != dirfd) raw_syscall(SYS_close, f);
-    return n > 0;
+    const bool capabilities = fgetxattr(f, "security.capability", cap, sizeof cap) > 0;
+    const bool reaches = !capabilities && exec_image::preload_reaches(f);
+    if (f != fd && f != dirfd) raw_syscall(SYS_close, f);
+    return reaches;
 }
 
 // Before an exec: a new image with the shim can take what a peer that does not
 // answer left in a ring (kept bytes), so the exec need not wait for that peer.
-// Only where the shim will be there to serve them: LD_PRELOAD names it, and the
-// loader will not ignore it.
+// Only where the shim will be there to serve them (serves_kept_bytes).
 void hand_over_for_exec(char* const* envp, int dirfd, const char* path, int fd = -1, bool search = false) {
     const int saved = errno;
-    const bool claim = preloads_shim(envp) && !runs_secure(dirfd, path, fd, search);
+    const bool claim = serves_kept_bytes(envp, dirfd, path, fd, search);
     errno = saved;
     hand_over_inherited("exec", 1, 0, claim ? Connection::Unread::may_claim : Connection::Unread::ask_peer);
 }
@@ -512,6 +517,8 @@ int prctl(int option, ...) {
 FILE* fdopen(int fd, const char* mode) {
     REAL(fdopen);
     hand_over_fd(fd, "fdopen (stdio reads and writes it directly)");
+    // Bytes the shim keeps come before the kernel's (or its end): stdio must read through it.
+    if (shim::kept_owed(fd)) return shim::kept_bytes_stream(fd, mode);
     return real_fdopen(fd, mode);
 }
 

@@ -9,6 +9,7 @@
 #include "shm/leftover.hpp"
 #include "base/log.hpp"
 #include "real_calls.hpp"
+#include "stdio_kept.hpp"
 #include "sys/signal_seen.hpp"
 #include "sys/own_fd.hpp"
 #include "sys/fork_fence.hpp"
@@ -63,6 +64,7 @@ __attribute__((constructor)) void init() {
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     std::atexit(at_exit);
     leftover::adopt_from_env();  // bytes an exec'd-from image kept for an inherited socket
+    stdin_through_kept_bytes();  // and fgets(stdin) reads them (stdio_kept.hpp)
     RS_LOG(debug, "loaded: transport=%s ring=%llu spin_us=%u", to_string(g_config->transport),
            static_cast<unsigned long long>(g_config->ring_bytes), g_config->spin_us);
 }

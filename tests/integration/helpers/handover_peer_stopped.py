@@ -11,7 +11,9 @@ EPOLLONESHOT, re-armed after each read); or answer: the
 handler sends its answer without reading the request and ends (a RST over TCP), its last close
 a close, a dup2 over the number (answer-dup2) or a close_range (answer-closerange); or fionread:
 poll, FIONREAD (TCP: the whole request), read 1024 bytes, FIONREAD again, read the rest; or
-recvmmsg (two 2048-byte entries) or splice (into a pipe) after a poll. HOW: the server's child execs the handler, or the
+recvmmsg (two 2048-byte entries) or splice (into a pipe) after a poll; or stdin, getchar, fdopen:
+an exec'd C handler reads with stdio (static: a statically linked one, which the shim cannot
+reach: its exec waits for the client, whose bytes then come over TCP). HOW: the server's child execs the handler, or the
 server passes the socket (SCM_RIGHTS) to a worker process started before the connection, or the
 server's forked child is the handler (no exec) while the server closes its copy. The server
 prints what the handler read.
@@ -19,6 +21,7 @@ prints what the handler read.
 import errno, fcntl, os, select, socket, struct, sys, termios, time
 
 REQUEST = bytes(range(256)) * 16
+STDIO = ("stdin", "getchar", "fdopen", "static")  # WAITs of a C handler that reads with stdio
 TAIL = b"tail after the resume"
 
 
@@ -192,6 +195,14 @@ if role == "server":
     pid = os.fork()
     if pid == 0 and how == "fork":
         handle(s, sys.argv[4], os.path.dirname(sys.argv[3]))
+    if pid == 0 and sys.argv[4] in STDIO:
+        # A C handler reading with stdio (tests/programs/stdio_handler.cpp); "static": one
+        # statically linked, which no preload reaches.
+        prog = os.path.join(os.environ["STDIO_HANDLER_DIR"], "stdio_handler_static" if sys.argv[4] == "static" else "stdio_handler")
+        way = "stdin" if sys.argv[4] == "static" else sys.argv[4]
+        os.set_inheritable(s.fileno(), True)
+        os.dup2(s.fileno(), 0)
+        os.execv(prog, [prog, way, str(s.fileno()), os.path.dirname(sys.argv[3]), str(len(REQUEST))])
     if pid == 0:
         os.set_inheritable(s.fileno(), True)
         os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "handler", str(s.fileno()), sys.argv[4],

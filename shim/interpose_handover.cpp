@@ -183,11 +183,13 @@ bool serves_kept_bytes(char* const* envp, int dirfd, const char* path, int fd, b
 // Before an exec: a new image with the shim can take what a peer that does not
 // answer left in a ring (kept bytes), so the exec need not wait for that peer.
 // Only where the shim will be there to serve them (serves_kept_bytes).
-void hand_over_for_exec(char* const* envp, int dirfd, const char* path, int fd = -1, bool search = false) {
+// True when the new image serves kept bytes (exec_env says so where it cannot).
+bool hand_over_for_exec(char* const* envp, int dirfd, const char* path, int fd = -1, bool search = false) {
     const int saved = errno;
     const bool claim = serves_kept_bytes(envp, dirfd, path, fd, search);
     errno = saved;
     hand_over_inherited("exec", 1, 0, claim ? Connection::Unread::may_claim : Connection::Unread::ask_peer);
+    return claim;
 }
 
 // The fds an SCM_RIGHTS message carries, in order.
@@ -244,13 +246,15 @@ std::vector<char*> collect_args(const char* first, va_list ap, char*** envp) {
 
 // Kept bytes (leftover.hpp) of inherited sockets go to the new image: their
 // memfds stay open across the exec, named in RDMASOCK_LEFTOVER, which the new
-// image's shim reads at load. `envp` as the exec gets it; `out` holds the copy.
-char* const* exec_env(char* const* envp, std::vector<char*>& out, std::string& var) {
+// image's shim reads at load. `envp` as the exec gets it; `out` holds the copy;
+// `serves`: the new image can serve them (serves_kept_bytes).
+char* const* exec_env(char* const* envp, std::vector<char*>& out, std::string& var, bool serves) {
     if (!leftover::any()) return envp;
     const std::string list = leftover::for_exec();
     if (list.empty()) return envp;
-    if (!preloads_shim(envp))
-        RS_LOG(error, "exec: the new program does not load the shim; bytes a closed peer left in a ring for an inherited socket are lost to it");
+    if (!serves)
+        RS_LOG(error, "exec: the new program does not read through the shim (not preloaded, set-user-ID, static or Go); "
+                      "bytes a closed peer left in a ring for an inherited socket are lost to it");
     var = "RDMASOCK_LEFTOVER=" + list;
     for (char* const* e = envp; e && *e; ++e)
         if (std::strncmp(*e, "RDMASOCK_LEFTOVER=", 18) != 0) out.push_back(*e);
@@ -389,53 +393,53 @@ extern "C" {
 
 int execve(const char* path, char* const argv[], char* const envp[]) {
     REAL(execve);
-    hand_over_for_exec(envp, AT_FDCWD, path);
+    const bool serves = hand_over_for_exec(envp, AT_FDCWD, path);
     std::vector<char*> env;
     std::string var;
-    return real_execve(path, argv, exec_env(envp, env, var));
+    return real_execve(path, argv, exec_env(envp, env, var, serves));
 }
 
 int execv(const char* path, char* const argv[]) {
     REAL(execv);
     REAL(execve);
-    hand_over_for_exec(environ, AT_FDCWD, path);
+    const bool serves = hand_over_for_exec(environ, AT_FDCWD, path);
     std::vector<char*> env;
     std::string var;
-    if (char* const* e = exec_env(environ, env, var); e != environ) return real_execve(path, argv, e);
+    if (char* const* e = exec_env(environ, env, var, serves); e != environ) return real_execve(path, argv, e);
     return real_execv(path, argv);
 }
 
 int execvp(const char* file, char* const argv[]) {
     REAL(execvp);
     REAL(execvpe);
-    hand_over_for_exec(environ, AT_FDCWD, file, -1, true);
+    const bool serves = hand_over_for_exec(environ, AT_FDCWD, file, -1, true);
     std::vector<char*> env;
     std::string var;
-    if (char* const* e = exec_env(environ, env, var); e != environ) return real_execvpe(file, argv, e);
+    if (char* const* e = exec_env(environ, env, var, serves); e != environ) return real_execvpe(file, argv, e);
     return real_execvp(file, argv);
 }
 
 int execvpe(const char* file, char* const argv[], char* const envp[]) {
     REAL(execvpe);
-    hand_over_for_exec(envp, AT_FDCWD, file, -1, true);
+    const bool serves = hand_over_for_exec(envp, AT_FDCWD, file, -1, true);
     std::vector<char*> env;
     std::string var;
-    return real_execvpe(file, argv, exec_env(envp, env, var));
+    return real_execvpe(file, argv, exec_env(envp, env, var, serves));
 }
 
 int fexecve(int fd, char* const argv[], char* const envp[]) {
     REAL(fexecve);
-    hand_over_for_exec(envp, AT_FDCWD, nullptr, fd);
+    const bool serves = hand_over_for_exec(envp, AT_FDCWD, nullptr, fd);
     std::vector<char*> env;
     std::string var;
-    return real_fexecve(fd, argv, exec_env(envp, env, var));
+    return real_fexecve(fd, argv, exec_env(envp, env, var, serves));
 }
 
 int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
-    hand_over_for_exec(envp, dirfd, path);
+    const bool serves = hand_over_for_exec(envp, dirfd, path);
     std::vector<char*> env;
     std::string var;
-    return static_cast<int>(raw_syscall(SYS_execveat, dirfd, path, argv, exec_env(envp, env, var), flags));
+    return static_cast<int>(raw_syscall(SYS_execveat, dirfd, path, argv, exec_env(envp, env, var, serves), flags));
 }
 
 // The list forms reach execve inside libc, where no interposer sees them.

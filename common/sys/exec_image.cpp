@@ -77,37 +77,40 @@ bool built_by_go(int fd, const Ehdr& e) {
     return false;
 }
 
-bool reaches(int fd, int depth) {
+Image inspect_at(int fd, int depth) {
     char head[256] = {};
     const long n = raw_syscall(SYS_pread64, fd, head, sizeof head - 1, 0L);
-    if (n < 4) return false;
+    if (n < 4) return Image::unknown;
     if (head[0] == '#' && head[1] == '!') {
-        if (depth >= kMaxScriptDepth) return false;
+        if (depth >= kMaxScriptDepth) return Image::unknown;
         char* p = head + 2;
         while (*p == ' ' || *p == '\t') ++p;
         char* end = p;
         while (*end && *end != ' ' && *end != '\t' && *end != '\n') ++end;
-        if (end == p || *end == '\0') return false;  // no interpreter, or a line longer than the kernel reads
+        if (end == p || *end == '\0') return Image::unknown;  // no interpreter, or a line longer than the kernel reads
         *end = '\0';
         const int interp = static_cast<int>(raw_syscall(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC));
-        if (interp < 0) return false;
-        const bool ok = reaches(interp, depth + 1);
+        if (interp < 0) return Image::unknown;
+        const Image i = inspect_at(interp, depth + 1);
         raw_syscall(SYS_close, interp);
-        return ok;
+        return i;
     }
-    if (static_cast<size_t>(n) < sizeof(Ehdr)) return false;
+    if (std::memcmp(head, ELFMAG, SELFMAG) != 0) return Image::unknown;
+    if (static_cast<size_t>(n) < sizeof(Ehdr) || head[EI_CLASS] != kClass || head[EI_DATA] != kData) return Image::foreign;
     Ehdr e;
     std::memcpy(&e, head, sizeof e);
-    if (std::memcmp(e.e_ident, ELFMAG, SELFMAG) != 0 || e.e_ident[EI_CLASS] != kClass || e.e_ident[EI_DATA] != kData) return false;
-    if (kMachine != EM_NONE && e.e_machine != kMachine) return false;
-    return has_interpreter(fd, e) && !built_by_go(fd, e);
+    if (kMachine != EM_NONE && e.e_machine != kMachine) return Image::foreign;
+    if (built_by_go(fd, e)) return Image::go;
+    return has_interpreter(fd, e) ? Image::dynamic : Image::static_linked;
 }
 
 }  // namespace
 
+Image inspect(int fd) { return fd >= 0 ? inspect_at(fd, 0) : Image::unknown; }
+
 bool preload_reaches(int fd) {
     const int saved = errno;
-    const bool ok = fd >= 0 && reaches(fd, 0);
+    const bool ok = inspect(fd) == Image::dynamic;
     errno = saved;
     return ok;
 }

@@ -18,7 +18,17 @@
 
 namespace rdmasock::exec_image {
 
-// `fd`: the program file, open for reading.
+enum class Image {
+    dynamic,        // a dynamically linked ELF of our class and machine: the preload reaches it
+    static_linked,  // no PT_INTERP: no loader runs
+    go,             // a Go program: its runtime calls the kernel itself
+    foreign,        // an ELF of another class, byte order or machine: the loader skips our library
+    unknown,        // not ELF, unreadable, or a #! chain that ends in none of these
+};
+
+// What the program in `fd` (open for reading) is; a script, what its interpreter is.
+Image inspect(int fd);
+// inspect(fd) == Image::dynamic; errno kept (the exec interposers call it).
 bool preload_reaches(int fd);
 
 }  // namespace rdmasock::exec_image

@@ -95,6 +95,24 @@ TEST_CASE("exec image: another class or machine, or a Go program, is not reached
     CHECK_FALSE(reaches(TempFile(elf_bytes({.section = ".go.buildinfo"})).path));
 }
 
+TEST_CASE("exec image: inspect names what it found (rdmasock run's refusal says it)", "[exec_image]") {
+    using rdmasock::exec_image::Image;
+    auto inspect = [](const std::string& path) {
+        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        const Image i = rdmasock::exec_image::inspect(fd);
+        close(fd);
+        return i;
+    };
+    CHECK(inspect(TempFile(elf_bytes({})).path) == Image::dynamic);
+    CHECK(inspect(TempFile(elf_bytes({.interp = false})).path) == Image::static_linked);
+    // A Go program statically linked is named for Go (its runtime is why, whatever the linking).
+    CHECK(inspect(TempFile(elf_bytes({.interp = false, .section = ".go.buildinfo"})).path) == Image::go);
+    CHECK(inspect(TempFile(elf_bytes({.elf_class = ELFCLASS32})).path) == Image::foreign);
+    CHECK(inspect(TempFile(elf_bytes({.machine = EM_AARCH64})).path) == Image::foreign);
+    CHECK(inspect(TempFile(std::string("#!/bin/sh-that-is-not-there\n")).path) == Image::unknown);
+}
+
 TEST_CASE("exec image: a script is what its interpreter is", "[exec_image]") {
     TempFile dynamic(elf_bytes({}));
     TempFile fixed(elf_bytes({.interp = false}));

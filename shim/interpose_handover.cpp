@@ -211,8 +211,9 @@ std::vector<int> passed_fds(const msghdr* msg) {
 // `via` is the Unix socket that carries them, -1 where the kept bytes cannot
 // travel with them (sendmmsg): a receiver that loads the shim (its process,
 // by SO_PEERCRED, maps it; not ourselves: a socket pair's credentials are its
-// creator's, whichever process holds the other end now) adopts kept bytes
-// beside the socket, so a peer that does not answer is not waited for.
+// creator's, whichever process holds the other end now) and is no Go program
+// (peer_check::serves_kept_bytes) adopts kept bytes beside the socket, so a
+// peer that does not answer is not waited for.
 void hand_over_passed(const msghdr* msg, int via) {
     if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(cmsghdr)) return;
     const int saved = errno;
@@ -222,7 +223,7 @@ void hand_over_passed(const msghdr* msg, int via) {
     socklen_t len = sizeof cr;
     // (Only when a carried connection is among them: the maps are read once per pass.)
     if (via >= 0 && std::any_of(fds.begin(), fds.end(), [](int fd) { return carried_at(fd) != nullptr; }) &&
-        getsockopt(via, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0 && cr.pid != getpid() && peer_check::loads_shim(cr.pid))
+        getsockopt(via, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0 && cr.pid != getpid() && peer_check::serves_kept_bytes(cr.pid))
         unread = Connection::Unread::may_claim;
     hand_over_fds(fds, "passed to another process (SCM_RIGHTS)", unread);
     errno = saved;

@@ -1,4 +1,5 @@
 #include "shm/peer_check.hpp"
+#include "sys/exec_image.hpp"
 #include "sys/kernel_calls.hpp"
 #include "sys/own_fd.hpp"
 
@@ -288,6 +289,18 @@ bool loads_shim(pid_t pid) {
     kernel::close(f);
     errno = saved;
     return found;
+}
+
+bool serves_kept_bytes(pid_t pid) {
+    if (!loads_shim(pid)) return false;
+    char path[48];
+    std::snprintf(path, sizeof path, "/proc/%d/exe", static_cast<int>(pid));
+    const int saved = errno;
+    const int f = kernel::open(path, O_RDONLY | O_CLOEXEC);
+    const bool go = f >= 0 && exec_image::inspect(f) == exec_image::Image::go;
+    if (f >= 0) kernel::close(f);
+    errno = saved;
+    return !go;
 }
 
 }  // namespace rdmasock::peer_check

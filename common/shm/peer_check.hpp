@@ -56,5 +56,9 @@ int descriptors_left_after(uint64_t inode, unsigned first, unsigned last, int* i
 // Whether process `pid` has this shim loaded (/proc/PID/maps names librdmasock).
 // False when we may not look (another user's process).
 bool loads_shim(pid_t pid);
+// Whether process `pid` can read kept bytes (leftover.hpp) of a socket passed
+// to it: it loads the shim, and its program is not one whose runtime reads
+// around libc (a Go program, sys/exec_image.hpp).
+bool serves_kept_bytes(pid_t pid);
 
 }  // namespace rdmasock::peer_check

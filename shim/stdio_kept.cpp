@@ -26,7 +26,7 @@ int stream_seek(void*, off64_t*, int) { return errno = ESPIPE, -1; }  // a socke
 }  // namespace
 
 FILE* kept_bytes_stream(int fd, const char* mode) {
-    if (!mode || !std::strchr("rwa", mode[0])) return errno = EINVAL, nullptr;
+    if (!mode || (mode[0] != 'r' && mode[0] != 'w' && mode[0] != 'a')) return errno = EINVAL, nullptr;
     cookie_io_functions_t io{stream_read, stream_write, stream_seek, stream_close};
     FILE* f = fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, io);
     if (!f) return nullptr;

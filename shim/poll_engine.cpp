@@ -28,7 +28,7 @@ struct Tracked {
     int token = 0;
     Connection::Drain drain = Connection::Drain::none;
     Connection::News news = Connection::News::unknown;  // what the sleep said of its fds (end_sleep)
-    int wake_at = -1, self_at = -1;  // its doorbell's and self-wake's slots in the sleep's pollfds
+    int wake_at = -1;  // its doorbell's slot in the sleep's pollfds
     Phase phase = Phase::undecided;
     bool watching = false;  // this thread's bell is registered with it (phase_bell.hpp)
 };
@@ -154,9 +154,8 @@ struct PollWait {
         kernel_request();
         // Transports with their own doorbell (shm: a socket pair) are woken through it.
         for (auto& e : t) {
-            e.wake_at = e.self_at = -1;
+            e.wake_at = -1;
             if (int w = e.sock->conn->wake_fd(); w >= 0) e.wake_at = static_cast<int>(k.size()), k.push_back({w, POLLIN, 0});
-            if (int w = e.sock->conn->self_wake_fd(); w >= 0) e.self_at = static_cast<int>(k.size()), k.push_back({w, POLLIN, 0});
         }
         if (bell >= 0) k.push_back({bell, POLLIN, 0});
         int rc = sleep::poll(k.data(), static_cast<nfds_t>(k.size()), timeout_us, mask, since);
@@ -167,8 +166,8 @@ struct PollWait {
         k.resize(n);
         return rc;
     }
-    // Which tracked connections the sleep reported (their socket, doorbell or
-    // self-wake): only those have anything to drain. An interrupted sleep
+    // Which tracked connections the sleep reported (their socket or doorbell):
+    // only those have anything to drain. An interrupted sleep
     // (rc < 0) says nothing: their drains look first.
     // A socket not watched for POLLIN (a phase whose kernel events are the
     // program's) could hold a FIN the sleep did not report: its drain looks.
@@ -178,7 +177,6 @@ struct PollWait {
             const bool watched = (k[e.idx].events & POLLIN) != 0;
             bool bell = false;
             if (e.wake_at >= 0) bell |= k[e.wake_at].revents != 0;
-            if (e.self_at >= 0) bell |= k[e.self_at].revents != 0;
             if (rc < 0) e.news = News::unknown;
             else if (k[e.idx].revents != 0) e.news = News::some;
             else if (bell) e.news = watched ? News::doorbell : News::some;

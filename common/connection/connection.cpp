@@ -262,10 +262,6 @@ void Connection::start_rendezvous_server(netns::Id socket_ns) {
     start(Phase::rv_pending);
 }
 
-int Connection::self_wake_fd() const {
-    return phase() == Phase::upgraded ? transport_->self_wake_fd() : -1;
-}
-
 int Connection::wake_fd() const {
     Phase p = phase();
     return (p == Phase::rv_accepted || p == Phase::upgraded) ? transport_->wake_fd() : -1;

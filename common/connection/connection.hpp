@@ -94,8 +94,6 @@ public:
     // The doorbell this side sleeps on besides the TCP socket (-1: none).
     int wake_fd() const;
     unsigned wake_generation() const;  // Transport::wake_generation
-    // RDMA: a second one, written only by this side (Transport::self_wake_fd).
-    int self_wake_fd() const;
     Role role() const { return role_; }
     int fd() const { return __atomic_load_n(&fd_, __ATOMIC_ACQUIRE); }
     void set_fd(int fd) { fd_ = fd; }
@@ -214,9 +212,9 @@ public:
     enum class Drain : uint8_t { none, owned, busy };  // none: no doorbell to drain
     Drain try_begin_sleep();
     // What the caller's kernel wait said of this connection's fds (its TCP
-    // socket, doorbell and self-wake): none (it slept, watching the socket for
+    // socket and doorbell): none (it slept, watching the socket for
     // POLLIN, and none fired: nothing to take, no system call), doorbell (only
-    // the doorbell or self-wake fired, the socket so watched was quiet: take the
+    // the doorbell fired, the socket so watched was quiet: take the
     // doorbell, no peek), some (drain all), unknown (no sleep, an interrupted
     // one, or the socket not watched for POLLIN: one poll says whether a drain
     // has anything to take).
@@ -509,7 +507,7 @@ private:
     // Takes the doorbells now (and a marker or EOF on the TCP socket) unless
     // another thread owns the drain; false then. News::unknown looks first.
     bool drain_if_free(News n = News::unknown);
-    // One poll of the TCP socket, doorbell and self-wake: whether a drain
+    // One poll of the TCP socket and doorbell: whether a drain
     // would find anything. Most looks find nothing; the drain costs two calls.
     bool fds_have_news();
     // What News asks of the drain's owner: nothing, the doorbell, all, or a look first.

@@ -34,10 +34,10 @@ void Connection::wake_local() {
     // lock let go with a waiter, a shutdown, a reset.)
     ring_phase_bells();
     // Our own doorbell: every sleeper of this side waits on it (blocked calls,
-    // poll, an epoll set that keeps the connection cold).
-    if (transport_ && transport_->wake_self() && transport_->self_wake_fd() < 0) return;
-    // An epoll set keeps no fd of ours for a cold connection, nor RDMA's
-    // self_wake_fd for any: it looks at all of them again.
+    // poll, an epoll set's kernel half).
+    if (transport_ && transport_->wake_self()) return;
+    // No doorbell to write: an epoll set that wakes for anything else looks at
+    // all its cold members again.
     local_epoch_.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -193,17 +193,17 @@ void Connection::drain_for(News n) {
     }
 }
 
-// What drain_locked takes is announced on one of these three fds: a doorbell
-// or self-wake (readable), or the TCP socket's bytes, FIN, RST or error
+// What drain_locked takes is announced on one of these two fds: the doorbell
+// (readable), or the TCP socket's bytes, FIN, RST or error
 // (POLLIN, POLLRDHUP, POLLERR, POLLHUP; a retired number POLLNVAL). All level-
 // triggered: what a look leaves is still there for the next look or sleep,
 // so skipping the drain when none is ready loses nothing. (Over RDMA the
 // drain also reaps receive completions; the writer and the reader reap them
 // on their own paths, rdma_transport.cpp.)
 bool Connection::fds_have_news() {
-    pollfd p[3] = {{fd_, POLLIN | POLLRDHUP, 0}, {transport_->wake_fd(), POLLIN, 0}, {transport_->self_wake_fd(), POLLIN, 0}};
+    pollfd p[2] = {{fd_, POLLIN | POLLRDHUP, 0}, {transport_->wake_fd(), POLLIN, 0}};
     const int saved = errno;
-    const int n = ops_.poll(p, 3, 0);
+    const int n = ops_.poll(p, 2, 0);
     errno = saved;
     return n != 0;  // the poll's own failure: the drain meets and reports it
 }
@@ -258,10 +258,9 @@ struct Connection::Sleeper {
     // Another thread may switch the connection meanwhile: the wait set changes.
     bool changed() { return ready() || c.phase() != phase; }
     int sleep(int64_t timeout_us, const signals::Seen& since) {
-        // The TCP socket (the peer's bytes before its switch, its
-        // FIN or RST), the transport's eventfd, if it has one, and the bell.
-        pollfd p[4] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}, {c.transport_->self_wake_fd(), POLLIN, 0},
-                       {bell, POLLIN, 0}};
+        // The TCP socket (the peer's bytes before its switch, its FIN or
+        // RST), the transport's doorbell, if it has one (poll skips -1), and the bell.
+        pollfd p[3] = {{c.fd_, POLLIN, 0}, {c.transport_->wake_fd(), POLLIN, 0}, {bell, POLLIN, 0}};
         if (p[1].fd >= 0) {
             if (c.peer_closed_.load() || (!reader && c.peer_fin_.load()))
                 p[0].fd = -1;  // its EOF stays readable: no busy loop
@@ -269,12 +268,12 @@ struct Connection::Sleeper {
             // (unread data there would wake us for nothing, again and again).
             else if (!reader && c.rx_on_tcp()) p[0].events = POLLRDHUP;
         }
-        int rc = sleep::poll(p, bell >= 0 ? 4 : p[1].fd < 0 ? 1 : p[2].fd < 0 ? 2 : 3, timeout_us, nullptr, since);
+        int rc = sleep::poll(p, bell >= 0 ? 3 : 2, timeout_us, nullptr, since);
         // Only a doorbell fired: its drain need not look at the TCP socket.
         // Only the bell fired, or none (a timeout, a signal): nothing to drain.
-        if (rc <= 0 || (p[0].revents | p[1].revents | p[2].revents) == 0) news = News::none;
+        if (rc <= 0 || (p[0].revents | p[1].revents) == 0) news = News::none;
         else news = p[1].fd >= 0 && p[0].revents == 0 ? News::doorbell : News::some;
-        bell_rang = rc > 0 && bell >= 0 && p[3].revents != 0;
+        bell_rang = rc > 0 && bell >= 0 && p[2].revents != 0;
         return rc;
     }
     void settle(int, bool) {

@@ -5,6 +5,7 @@
 #include "wait/wait_engine.hpp"
 
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -137,6 +138,18 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
         err = "eventfd failed: " + errno_text(errno);
         return nullptr;
     }
+    // One fd for sleepers to wait on (wake_fd): both level-triggered, so the
+    // epoll fd reads ready exactly while one of them does (the kernel looks at
+    // its members again when asked). Raw calls: the shim interposes epoll_ctl.
+    t->wake_ = adopt_own_fd(static_cast<int>(raw_syscall(SYS_epoll_create1, EPOLL_CLOEXEC)));
+    for (int fd : {t->channel_->fd, t->self_wake_}) {
+        epoll_event ev{EPOLLIN, {}};
+        ev.data.fd = fd;
+        if (t->wake_ < 0 || raw_syscall(SYS_epoll_ctl, t->wake_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            err = "epoll for the doorbells failed: " + errno_text(errno);
+            return nullptr;
+        }
+    }
     uint32_t rq = recv_depth_for(ring_bytes);
     if (a.max_qp_wr > 0) rq = std::min<uint32_t>(rq, static_cast<uint32_t>(a.max_qp_wr));
     if (a.max_cqe > 1) rq = std::min<uint32_t>(rq, static_cast<uint32_t>(a.max_cqe) - 1);
@@ -252,6 +265,7 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
 }
 
 RdmaTransport::~RdmaTransport() {
+    if (wake_ >= 0) close_own_fd(wake_);
     if (self_wake_ >= 0) close_own_fd(self_wake_);
     if (pid_ == getpid()) memory_budget::release(budget_held_);
     if (pid_ != getpid()) {

@@ -25,10 +25,12 @@
 // Doorbells and lost wake-ups (docs/waiting.md, "RDMA: completion-channel
 // doorbells"): every record and every consumed publication is an RDMA WRITE
 // WITH IMMEDIATE, so its arrival raises a completion on the peer's receive CQ
-// after the data is placed. That CQ has a completion channel; its fd is
-// wake_fd(). A side about to sleep re-arms the CQ (ibv_req_notify_cq), drains
-// it (reposting the receive WRs), then the caller re-checks the ring and sleeps
-// on the channel fd with the TCP socket. An arrival whose completion came before
+// after the data is placed. That CQ has a completion channel. A side about to
+// sleep re-arms the CQ (ibv_req_notify_cq), drains it (reposting the receive
+// WRs), then the caller re-checks the ring and sleeps on wake_fd() with the TCP
+// socket: an epoll fd of ours holding the channel's fd and our self-wake
+// eventfd, so that one fd says "the peer wrote" and "this side woke its own
+// sleepers" to every kind of sleeper (blocked call, poll, an epoll set). An arrival whose completion came before
 // the re-arm was placed before the re-check, which sees it; one after the re-arm
 // raises an event. No flag, no READ, no doorbell post: arming costs no network
 // round trip, and the writer never decides whether to ring.
@@ -118,14 +120,14 @@ public:
     // No flags: the writer never rings; its WRITE_WITH_IMM is the doorbell.
     bool take_peer_reader_waiting() override { return false; }
     bool take_peer_writer_waiting() override { return false; }
-    // The completion channel's fd (O_NONBLOCK): readable when an armed receive
-    // CQ got a completion. drain_wake() takes and acks the events and reaps the
-    // receive CQ. Our own sleepers cannot be woken through it: they have self_wake_fd.
-    int wake_fd() const override { return channel_ ? channel_->fd : -1; }
+    // Readable when an armed receive CQ got a completion (its channel's fd) or
+    // wake_self() wrote our eventfd: an epoll fd over both (the channel alone
+    // is raised only by the peer's NIC). drain_wake() takes and acks the
+    // channel's events, reaps the receive CQ and reads the eventfd.
+    int wake_fd() const override { return wake_; }
     void drain_wake() override;
-    // Our own sleepers also wait on an eventfd of ours (self_wake_fd); wake_self
-    // writes it (shutdown from another thread, a step of the way back).
-    int self_wake_fd() const override { return self_wake_; }
+    // Shutdown from another thread, a step of the way back: every sleeper of this
+    // side wakes through wake_fd().
     bool wake_self() override;
     void after_read() override;
     bool failed() const override { return broken(); }
@@ -269,6 +271,7 @@ private:
     MappedPages back_page_;
     BackState* back_ = nullptr;
     int self_wake_ = -1;                   // eventfd: wake_self
+    int wake_ = -1;                        // epoll fd over the channel's fd and self_wake_: wake_fd()
     std::atomic<bool> self_woken_{false};  // it was written since the last drain_wake
 
     std::atomic<bool> broken_{false};

@@ -61,12 +61,10 @@ public:
     // the parent had under way is nobody's here.
     virtual void forget_other_threads() {}
     // Wake every sleeper of this side without the peer (shutdown from another
-    // thread); false when nothing of ours can be written. Shared memory writes
-    // its wake_fd(); RDMA (whose wake_fd is a completion channel) has a second
-    // fd for it, self_wake_fd(), which blocked calls and poll also wait on
-    // (epoll sets look at Connection::local_epoch()).
+    // thread): makes wake_fd() readable; false when nothing of ours can be
+    // written. Every kind of sleeper (blocked call, poll, an epoll set's kernel
+    // half) waits on wake_fd(), so this one write reaches them all.
     virtual bool wake_self() { return false; }
-    virtual int self_wake_fd() const { return -1; }
     // Waits (bounded) until every record posted has landed at the peer (RDMA:
     // all work requests completed), before the kernel's FIN may overtake them.
     virtual void flush_sends(int timeout_ms) { (void)timeout_ms; }

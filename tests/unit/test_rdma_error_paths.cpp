@@ -3,6 +3,7 @@
 //     call error() while holding sq_mu_, which error() takes again: a hang);
 //   - every setup step that fails releases what the steps before it created.
 #include <fcntl.h>
+#include <poll.h>
 
 #include <catch2/catch.hpp>
 
@@ -164,7 +165,7 @@ TEST_CASE("rdma faults: RDMASOCK_FAULT is parsed once into a set") {
     CHECK_FALSE(RdmaFaults::parse("rdma-qp").any());  // whole names only
 }
 
-TEST_CASE("rdma doorbells: a completion channel fd, receive WRs posted at connect, arming never says in flight") {
+TEST_CASE("rdma doorbells: one fd over the completion channel and the self-wake, receive WRs posted at connect, arming never says in flight") {
     verbs_mock::reset();
     int fd = -1;
     {
@@ -174,9 +175,20 @@ TEST_CASE("rdma doorbells: a completion channel fd, receive WRs posted at connec
         fd = t->wake_fd();
         REQUIRE(fd >= 0);
         CHECK(is_own_fd(fd));  // moved out of the program's way (own_fd.hpp)
-        CHECK((fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);
         CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
         CHECK(peer->wake_fd() != fd);
+        // wake_self (a shutdown from another thread) raises the same fd that the
+        // peer's completions do, so that every kind of sleeper wakes; drain_wake lowers it.
+        auto readable = [](int w) {
+            pollfd p{w, POLLIN, 0};
+            return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+        };
+        CHECK_FALSE(readable(fd));
+        CHECK(t->wake_self());
+        CHECK(readable(fd));
+        CHECK_FALSE(readable(peer->wake_fd()));  // our own sleepers only
+        t->drain_wake();
+        CHECK_FALSE(readable(fd));
         // connect() posted every receive WR (ring/16 + 64, capped by the mock's max_qp_wr 256).
         CHECK(verbs_mock::state().recvs == 256);
         CHECK(t->arm_reader(true));

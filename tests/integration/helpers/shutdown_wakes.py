@@ -51,8 +51,20 @@ for how, name in ((socket.SHUT_RD, "SHUT_RD"), (socket.SHUT_RDWR, "SHUT_RDWR")):
     c, s = pair()
     ep = select.epoll()
     ep.register(c.fileno(), select.EPOLLIN | select.EPOLLRDHUP)
-    blocked("epoll_wait, " + name, lambda: [e for _, e in ep.poll(30)], lambda: c.shutdown(how))
+    # Its own timeout outlasts blocked()'s 30 s bound: a wake-up that never came
+    # shows as STILL BLOCKED, not as the events found when the timeout ends it.
+    blocked("epoll_wait, " + name, lambda: [e for _, e in ep.poll(120)], lambda: c.shutdown(how))
     ep.close(); c.close(); s.close()
+# The same for a thread asleep in poll and in select: every kind of waiter.
+for how, name in ((socket.SHUT_RD, "SHUT_RD"), (socket.SHUT_RDWR, "SHUT_RDWR")):
+    c, s = pair()
+    p = select.poll()
+    p.register(c.fileno(), select.POLLIN | select.POLLRDHUP)
+    blocked("poll, " + name, lambda: [e for _, e in p.poll(120000)], lambda: c.shutdown(how))
+    c.close(); s.close()
+    c, s = pair()
+    blocked("select, " + name, lambda: len(select.select([c], [], [], 120)[0]), lambda: c.shutdown(how))
+    c.close(); s.close()
 # Not a wake-up: what poll() says once both directions are shut, by the peer's
 # FIN (seen as EOF first) and by our SHUT_WR: POLLHUP besides the rest.
 c, s = pair()

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # A reader killed with its receive ring full: a nonblocking writer in a select loop, a blocking
 # writer and an asyncio writer learn it as on TCP (ECONNRESET first, EPIPE after; asyncio's
 # ConnectionResetError), never EAGAIN forever; poll says POLLOUT|POLLERR|POLLHUP, and a writer

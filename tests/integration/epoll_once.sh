@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # epoll lists a registered fd at most once per call (issue 36): a connection whose server
 # answers with a burst of small sends (300 bytes, 20 ms apart, a forked server and a thread)
 # while the client does not read, then epoll_wait with timeout 0 (maxevents 8, and 2 beside

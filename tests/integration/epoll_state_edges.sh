@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # Edge-triggered epoll at the socket's state changes: our shutdown each way, the peer's FIN,
 # its RST (after a FIN, or alone from a peer that died with bytes unread). TCP wakes every
 # waiter then and an EPOLLET interest reports its whole mask again (EPOLLOUT too); data alone

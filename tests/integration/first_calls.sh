@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # A connection's first calls, before anything crossed it (under the shim its bytes still go over
 # TCP, through a wait of the shim's own: common/connection/connection_tcp_io.cpp): SO_RCVTIMEO, MSG_DONTWAIT,
 # MSG_OOB, MSG_WAITALL across sends and ended by a signal, MSG_PEEK, recv of 0 bytes, a handler

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # Sockets that leave the shim's hands mid-stream (issue #13): an exec'd handler, SCM_RIGHTS (the
 # sender closing or keeping its copy), a
 # forked child that writes while its parent closes, a vfork child with the socket as stdin and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # A peer must not stop root's server through the doorbells it shares with it (issue 38 item 2;
 # docs/security.md, docs/waiting.md "Doorbells"). A preloaded single-threaded epoll echo server
 # (root) serves an honest preloaded client (root, 300 request/echo rounds, every byte checked)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # An idle shimmed connection costs no CPU: both ends (shimmed, on shm) block in
 # recv, poll or epoll_wait with no timeout for 5 s; utime+stime of both
 # processes from /proc/<pid>/stat must stay under 1% of that time (a behaviour

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # A connection that streamed, went idle and streams again (helpers/idle_windows.py): every byte
 # in order, the same transcript over plain TCP and with the shim, both ends on shm; and under the
 # shim the server's grown send window went back while the connection was idle (issue 37:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # Looks (FIONREAD, epoll ET/LT, select, poll) and calls that may not block (MSG_DONTWAIT recv and
 # send), made while another thread is blocked in recv or send on the same socket, answer at once
 # as on TCP: same transcript over plain TCP and under the shim (both ends in one process, on shm).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # The same-host rendezvous is made in the TCP socket's network namespace or not at all (issue 38
 # item 4; docs/security.md). A preloaded server (root) listens, then moves its serving thread to a
 # new network namespace (unshare(CLONE_NEWNET)) and accepts a preloaded client from the original

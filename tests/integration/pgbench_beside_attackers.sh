@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # The suite's PostgreSQL run while another user attacks the side channel (issue 38, proof): as
 # `nobody`, helpers/side_channel_storm.py forges an OFFER (with a lingering TCP socket as its fd,
 # or alone where SO_PASSRIGHTS refuses it) to every shimmed client's side-channel name it sees

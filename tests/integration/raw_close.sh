@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # Sockets closed, replaced or used through libc's syscall() (libuv, so Node.js, closes every
 # socket with syscall(SYS_close)) and one closed where nothing can see it: the number's next
 # file gets its own bytes, never the old connection's ring, and the peer reads what came before,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # SO_RCVLOWAT: poll/select/epoll and recv wait for the low-water mark as on TCP. The shim hands a
 # connection on shared memory back to TCP when the option is set, keeps the connections of a
 # listener with the option on TCP, and a socket that had it before connect. Same transcript over

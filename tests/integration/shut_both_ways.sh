@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # Bytes sent to a socket shut both ways but still open: dropped, and both ends reset, as TCP does
 # (helpers/shut_both_ways.py). Same transcript over plain TCP and with the shim preloaded, every
 # connection on shared memory.

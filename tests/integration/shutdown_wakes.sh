@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # shutdown() from another thread wakes a thread blocked in recv (it returns 0) or in a send on a
 # full buffer (EPIPE), as TCP does: same transcript over plain TCP and with the shim preloaded,
 # every connection on shared memory when the call blocks.

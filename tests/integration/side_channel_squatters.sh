@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # Hostile local users against root's same-host side channel (issue 38; docs/security.md).
 # An honest client/server pair (squatter_pair.py, both run as root, both preloaded) exchanges
 # 40 request/echo rounds, every byte checked, while `nobody` attacks its side channel with a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # A signal handler that sends on, shuts down or closes the socket its own thread is blocked on
 # (in recv, send, poll, epoll_wait) or leaves with siglongjmp, and a close from another thread
 # while a recv waits

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # A signal during a blocking recv, send, poll, select or epoll_wait behaves as on TCP: a handler
 # without SA_RESTART ends a socket call (Python raises the handler's exception at once, not when
 # the peer acts), one with SA_RESTART lets it go on; poll, select and epoll end with EINTR

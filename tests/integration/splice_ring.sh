@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # splice() on connections carried on a ring (helpers/splice_ring.py): socket -> pipe after the peer
 # wrote and closed unread (the hand-over it used to take lost those bytes), both ways through pipes,
 # nothing to move, a full pipe, the kernel's argument checks. Same transcript over plain TCP and

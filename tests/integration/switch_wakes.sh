@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # A thread asleep waiting to read (poll, ppoll, select, epoll_wait level/edge/oneshot, poll with a
 # timeout then recv as Python's settimeout does, SO_RCVTIMEO, a blocking recv) while another thread
 # of the same process makes the call that completes the same-host switch to the rings; the peer's

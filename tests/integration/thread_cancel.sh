@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-tests: beside the VM
 # pthread_cancel of threads blocked in recv, read, poll, select, epoll_wait and send on
 # shimmed sockets (tests/programs/cancel_check.cpp): the thread ends as over TCP, the
 # connection stays whole, a disabled cancellation leaves the calls alone, and a request

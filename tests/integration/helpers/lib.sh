@@ -306,6 +306,13 @@ it_finish() {
 }
 
 it_free_port() { free_port || it_die "no free TCP port found"; }
+# N distinct free ports at once (held together while picked), for runs started side by side.
+it_free_ports() {  # N
+    python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in ss])' "$1" || it_die "no free TCP ports found"
+}
 
 compare_transcripts() {
     local prog=$1 d=$IT_TMP cmd

@@ -109,20 +109,23 @@ std::vector<ino_t> inherited_socket_inodes(unsigned skip_first = 1, unsigned ski
 
 // Before exec, posix_spawn, system or popen: every carried connection whose
 // socket the new program inherits, under whatever fd number it has there.
-void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip_last = 0,
-                         Connection::Unread unread = Connection::Unread::ask_peer) {
-    const int saved = errno;
+std::vector<std::shared_ptr<Connection>> inherited_connections(unsigned skip_first, unsigned skip_last) {
+    std::vector<std::shared_ptr<Connection>> cs;
     std::vector<ino_t> kept = inherited_socket_inodes(skip_first, skip_last);
-    if (!kept.empty()) {
-        // By inode: a vfork child may have closed our number (close_fds) and
-        // dup2'ed the socket onto another.
-        std::vector<std::shared_ptr<Connection>> cs;
-        for (int fd : fd_table().present_in(0, INT_MAX)) {
-            auto c = carried_at(fd);
-            if (c && std::find(kept.begin(), kept.end(), c->socket_inode()) != kept.end()) cs.push_back(std::move(c));
-        }
-        Connection::hand_over_all(cs, why, unread);
+    if (kept.empty()) return cs;
+    // By inode: a vfork child may have closed our number (close_fds) and
+    // dup2'ed the socket onto another.
+    for (int fd : fd_table().present_in(0, INT_MAX)) {
+        auto c = carried_at(fd);
+        if (c && std::find(kept.begin(), kept.end(), c->socket_inode()) != kept.end()) cs.push_back(std::move(c));
     }
+    return cs;
+}
+
+void hand_over_inherited(const char* why, unsigned skip_first = 1, unsigned skip_last = 0) {
+    const int saved = errno;
+    auto cs = inherited_connections(skip_first, skip_last);
+    if (!cs.empty()) Connection::hand_over_all(cs, why, Connection::Unread::ask_peer);
     errno = saved;
 }
 
@@ -186,10 +189,14 @@ bool serves_kept_bytes(char* const* envp, int dirfd, const char* path, int fd, b
 // True when the new image serves kept bytes (exec_env says so where it cannot).
 bool hand_over_for_exec(char* const* envp, int dirfd, const char* path, int fd = -1, bool search = false) {
     const int saved = errno;
-    const bool claim = serves_kept_bytes(envp, dirfd, path, fd, search);
+    auto cs = inherited_connections(1, 0);
+    // The program's headers are read only where the answer is used: a connection
+    // to hand over, or kept bytes that travel (exec_env).
+    bool serves = true;
+    if (!cs.empty() || leftover::any()) serves = serves_kept_bytes(envp, dirfd, path, fd, search);
+    if (!cs.empty()) Connection::hand_over_all(cs, "exec", serves ? Connection::Unread::may_claim : Connection::Unread::ask_peer);
     errno = saved;
-    hand_over_inherited("exec", 1, 0, claim ? Connection::Unread::may_claim : Connection::Unread::ask_peer);
-    return claim;
+    return serves;
 }
 
 // The fds an SCM_RIGHTS message carries, in order.

@@ -593,8 +593,10 @@ private:
     // The process that runs the rendezvous, and its fork count then: a fork
     // while the rendezvous is under way may leave two processes writing the
     // socket, and the switch offset would count only one's bytes.
-    int rv_pid_ = 0;
-    uint64_t rv_gen_ = 0;
+    // Atomic: another thread's call reads them (forked_since_rendezvous) while the
+    // one stepping the rendezvous writes them (ThreadSanitizer under mt_fuzz).
+    std::atomic<int> rv_pid_{0};
+    std::atomic<uint64_t> rv_gen_{0};
     void claim_rendezvous();
     bool forked_during_rendezvous();
     bool forked_since_rendezvous() const;  // this process forked (or is a child) since claim_rendezvous()

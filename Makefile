@@ -167,7 +167,8 @@ stress: all checked
 
 # Robustness (docs/robustness.md). fuzz: each libFuzzer target FUZZ_SECONDS in turn (clang);
 # robustness: hostile/dead peers, 10,000-connection churn, valgrind, registry race, isolation;
-# tsan: the unit tests and the preloaded shim (threaded programs) under ThreadSanitizer.
+# tsan: the unit tests, the preloaded shim (threaded programs) and the multi-threaded fuzzer
+# under ThreadSanitizer.
 FUZZ_SECONDS ?= 60
 fuzz:
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
@@ -175,7 +176,7 @@ fuzz:
 robustness: all
 	BUILD=$(BUILD) tests/robustness/run.sh
 
-TSAN_BINS := build-tsan/unit-tests build-tsan/librdmasock.so build-tsan/stream_check
+TSAN_BINS := build-tsan/unit-tests build-tsan/librdmasock.so build-tsan/stream_check build-tsan/mt_fuzz
 tsan:
 	$(MAKE) SAN=tsan BUILD=build-tsan OPT=-O1 $(TSAN_BINS)
 	BUILD=build-tsan tests/robustness/tsan.sh

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "sys/fork_lock.hpp"
 #include "sys/interruptible_sleep.hpp"
 #include "wait/phase_bell.hpp"
 #include "poll_engine.hpp"
@@ -1251,48 +1252,42 @@ struct ForkHeld {
     bool registry = false;
 };
 thread_local ForkHeld t_fork_held;
-
-// A lock is held by another thread only for a map change or a scan, never across
-// a sleep. A fork that finds one kept far longer (a handler that forks on a thread
-// that holds it would wait for itself) goes on without it, as before these hooks.
-bool lock_for_fork(std::mutex& m) {
-    for (int i = 0; i < 2000; ++i) {
-        if (m.try_lock()) return true;
-        if (i < 100) sched_yield();
-        else usleep(50);
-    }
-    RS_LOG(debug, "fork: an epoll registry lock stayed taken; the child walks it as it is");
-    return false;
-}
 }  // namespace
 
+// A lock is held by another thread only for a map change or a scan, never across
+// a sleep (fork_lock.hpp).
 void epoll_before_fork() {
     ForkHeld& h = t_fork_held;
     if (!g_any.load(std::memory_order_relaxed) && !g_any_made.load(std::memory_order_relaxed)) return;
     // Set locks before g_mu, the order of every other path (epoll_forget).
     std::vector<std::shared_ptr<EpollSet>> sets;
-    if (!lock_for_fork(g_mu)) return;
+    if (!fork_lock::take(g_mu)) {
+        RS_LOG(debug, "fork: the epoll registry lock stayed taken; the child walks it as it is");
+        return;
+    }
     for (auto& [epfd, set] : *g_sets) sets.push_back(set);
     g_mu.unlock();
     for (auto& set : sets)
-        if (lock_for_fork(set->mu)) h.sets.push_back(set);
+        if (fork_lock::take(set->mu)) h.sets.push_back(set);
     // (A set made since the snapshot is not held: its interests are new, few, and
     // its first changes are under g_mu, held from here.)
-    h.registry = lock_for_fork(g_mu);
+    h.registry = fork_lock::take(g_mu);
 }
 
 void epoll_after_fork_parent() {
     ForkHeld& h = t_fork_held;
-    if (h.registry) g_mu.unlock();
-    for (auto& set : h.sets) set->mu.unlock();
+    fork_lock::after_parent(g_mu, h.registry);
+    for (auto& set : h.sets) fork_lock::after_parent(set->mu, true);
     h = ForkHeld{};
 }
 
 void epoll_after_fork_child() {
-    t_fork_held = ForkHeld{};  // what the prepare handler held is reset below
-    new (&g_mu) std::mutex();
+    ForkHeld h = std::move(t_fork_held);
+    t_fork_held = ForkHeld{};
+    fork_lock::after_child(g_mu, h.registry);
+    for (auto& set : h.sets) fork_lock::after_child(set->mu, true);  // held, listed or not
     for (auto& [epfd, set] : *g_sets) {
-        new (&set->mu) std::mutex();
+        if (std::find(h.sets.begin(), h.sets.end(), set) == h.sets.end()) fork_lock::after_child(set->mu, false);
         for (auto& [fd, in] : set->fds) in.inherited = true;
     }
 }

@@ -1,4 +1,5 @@
 #include "fd_table.hpp"
+#include "sys/fork_lock.hpp"
 #include "sys/signal_seen.hpp"
 
 #include <mutex>
@@ -21,6 +22,7 @@ struct SpinGuard {
     }
 };
 std::mutex g_chunk_mu;
+bool g_chunk_mu_held = false;  // by the forking thread (fork_lock.hpp); read in the fork's after-handlers
 }  // namespace
 
 FdTable::Slot* FdTable::slot(int fd, bool create) const {
@@ -81,8 +83,11 @@ std::vector<int> FdTable::present_in(unsigned first, unsigned last) const {
     return fds;
 }
 
+void FdTable::before_fork() { g_chunk_mu_held = fork_lock::take(g_chunk_mu); }
+void FdTable::after_fork_parent() { fork_lock::after_parent(g_chunk_mu, g_chunk_mu_held); }
+
 void FdTable::forget_other_threads() {
-    new (&g_chunk_mu) std::mutex();
+    fork_lock::after_child(g_chunk_mu, g_chunk_mu_held);
     for (auto& c : chunks_) {
         Slot* chunk = c.load(std::memory_order_acquire);
         if (!chunk) continue;

@@ -96,8 +96,12 @@ public:
     std::shared_ptr<Socket> take(int fd);  // remove and return
     // The tracked fds in [first, last], ascending (close_range, closefrom).
     std::vector<int> present_in(unsigned first, unsigned last) const;
-    // In a forked child (one thread): frees the slot locks the parent's other
-    // threads held, and each socket forgets their calls (Socket::forget_other_threads).
+    // Around fork: the chunk lock is held across it (fork_lock.hpp). In a forked
+    // child (one thread), forget_other_threads lets go of it, frees the slot locks the
+    // parent's other threads held, and each socket forgets their calls
+    // (Socket::forget_other_threads).
+    static void before_fork();
+    static void after_fork_parent();
     void forget_other_threads();
 
 private:

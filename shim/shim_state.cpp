@@ -25,9 +25,11 @@ void before_fork() {
     fork_fence::before_fork();
     note_fork_begins();
     epoll_before_fork();
+    FdTable::before_fork();
 }
 
 void after_fork_parent() {
+    FdTable::after_fork_parent();
     epoll_after_fork_parent();
     note_fork();
     fork_fence::after_fork_parent();

@@ -222,7 +222,7 @@ bool Connection::start_rendezvous_client(netns::Id socket_ns) {
     if (!discovery_deferred_ && (config_.fault == "client-listen" || !rv->client_listen(fd_))) return false;
     rv_ = std::move(rv);
     rv_since_us_ = offer_wait_since_us_ = wait::now_us();
-    side_tried_ = true;
+    side_tried_.store(true, std::memory_order_relaxed);
     claim_rendezvous();
     start(Phase::rv_listen);
     return true;
@@ -236,6 +236,11 @@ void Connection::claim_rendezvous() {
 // Only while the rendezvous is under way in some process (not rv_pending: the
 // postmaster pattern, where the process that uses the socket first starts it).
 bool Connection::forked_since_rendezvous() const { return rv_pid_ != current_pid() || rv_gen_ != forks_begun(); }
+
+bool Connection::forked_before_tx_switch() const {
+    return side_tried_.load(std::memory_order_relaxed) && !tx_switched_.load(std::memory_order_relaxed) &&
+           forked_since_rendezvous();
+}
 
 bool Connection::forked_during_rendezvous() {
     const Phase ph = phase();
@@ -256,7 +261,7 @@ void Connection::start_rendezvous_server(netns::Id socket_ns) {
     auto o = rendezvous_options(config_);
     o.socket_ns = socket_ns;
     rv_ = std::make_unique<ShmRendezvous>(std::move(o));
-    side_tried_ = true;
+    side_tried_.store(true, std::memory_order_relaxed);
     rv_since_us_ = wait::now_us();
     discovery_deferred_ = discovery_may_wait(config_);
     start(Phase::rv_pending);
@@ -341,7 +346,7 @@ void Connection::become_failed(const char* why) {
 
 void Connection::upgrade(std::unique_ptr<Transport> t) {
     no_delay(fd_);
-    transport_ = std::move(t);
+    transport_.publish(std::move(t));
     upgraded_once_.store(true, std::memory_order_relaxed);
     owner_pid_ = current_pid();
     fork_gen_ = fork_generation();
@@ -444,7 +449,7 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
             // Forked while our sends were still on TCP: a child may have written the
             // socket too, and our switch offset would count only our own bytes (the
             // peer would find the child's past it). Nobody can know the offset: TCP.
-            if (side_tried_ && !tx_switched_ && forked_since_rendezvous()) {
+            if (forked_before_tx_switch()) {
                 if (!hand_over("forked before this side's sends switched to the ring", Unread::claim_when_sole)) return errno = EIO, -1;
                 return send(iov, iovcnt, flags);
             }

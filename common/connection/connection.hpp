@@ -38,6 +38,7 @@
 #include "sys/owner_written.hpp"
 #include "negotiation/back_marker.hpp"
 #include "base/config.hpp"
+#include "base/published_ptr.hpp"
 #include "connection/connection_phase.hpp"
 #include "negotiation/handshake.hpp"
 #include "sys/process_id.hpp"
@@ -86,10 +87,10 @@ public:
     }
     // Whether this connection went through the side-channel rendezvous (it then
     // counts its own TCP bytes for the statistics line).
-    bool side_channel_tried() const { return side_tried_; }
+    bool side_channel_tried() const { return side_tried_.load(std::memory_order_relaxed); }
     // It counts every byte of its calls itself (side channel, or once upgraded:
     // a call that ends plain after a way back moved bytes on both paths).
-    bool counts_own_bytes() const { return side_tried_ || upgraded_once_.load(std::memory_order_relaxed); }
+    bool counts_own_bytes() const { return side_tried_.load(std::memory_order_relaxed) || upgraded_once_.load(std::memory_order_relaxed); }
     bool carried_nothing() const { return tx_bytes_ == 0 && rx_bytes_ == 0 && tcp_tx_ == 0 && tcp_rx_.load() == 0; }
     // The doorbell this side sleeps on besides the TCP socket (-1: none).
     int wake_fd() const;
@@ -478,7 +479,7 @@ private:
     // halfway through growing.
     std::atomic<const std::vector<int>*> bells_{nullptr};
     uint32_t offers_ = 0;
-    std::unique_ptr<Transport> transport_;
+    PublishedPtr<Transport> transport_;   // set once (upgrade, rendezvous); read unlocked
     std::unique_ptr<Transport> pending_;  // server: created, waiting for READY
     bool in_band_needs_rdma_ = false;     // in_band_only_with_rdma()
     int64_t need_more_since_ms_ = 0;      // a partial handshake message arrived at
@@ -600,6 +601,9 @@ private:
     void claim_rendezvous();
     bool forked_during_rendezvous();
     bool forked_since_rendezvous() const;  // this process forked (or is a child) since claim_rendezvous()
+    // Forked while this side's sends were still on TCP: a child may have written the
+    // socket too, so nobody knows the switch offset (the connection stays on TCP).
+    bool forked_before_tx_switch() const;
     uint64_t inode_ = 0;
     OwnerWritten<uint64_t> tx_bytes_{0}, rx_bytes_{0};  // through the rings (stats and edge counts look unlocked)
     std::unique_ptr<ShmRendezvous> rv_;
@@ -610,9 +614,9 @@ private:
     // draws the writer's next bytes, a new arrival; here those bytes wait in
     // the ring already, so the read itself counts as that arrival.
     std::atomic<uint64_t> tcp_read_ahead_of_ring_{0};
-    bool tx_switched_ = false;
+    std::atomic<bool> tx_switched_{false};  // our sends went to the ring (set under the tx lock; send() peeks unlocked)
     std::atomic<uint64_t> rx_switch_at_{~0ull};  // the peer's switch offset, latched
-    bool side_tried_ = false;
+    std::atomic<bool> side_tried_{false};  // a same-host rendezvous began (read unlocked by any sender)
     std::atomic<bool> upgraded_once_{false};  // upgrade() ran (in band)
     int rv_calls_ = 0;                    // client: calls made while waiting for an OFFER
     int64_t rv_since_us_ = 0;             // when the rendezvous began: connect() or accept() (steady clock)

@@ -199,7 +199,7 @@ Connection::Way Connection::tx_enter_locked() {
     // the child's copy may have gone on over TCP, and our switch offset would
     // not count its bytes. Every path to the ring comes here (send, the FIN
     // record of shutdown and close): none switches, the direction goes back.
-    const bool forked_on_tcp = !tx_switched_ && side_tried_ && forked_since_rendezvous();
+    const bool forked_on_tcp = forked_before_tx_switch();
     if (state(*c) == kRing && state(*transport_->rx_control()) != kBack && !handing_over_.load(std::memory_order_relaxed) &&
         !forked_on_tcp)
         return Way::ring;

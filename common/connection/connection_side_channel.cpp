@@ -46,7 +46,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 become_plain(rv_->why().c_str());
                 return true;
             }
-            transport_ = std::move(t);
+            transport_.publish(std::move(t));
             owner_pid_ = current_pid();
             fork_gen_ = fork_generation();
             // The ring copies may start at any call now: bad buffers get EFAULT (fault_guard.hpp).
@@ -87,7 +87,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
             side_channel_why_ = rv_->why();  // the reason's first half if in band ends on TCP too
             rv_.reset();
-            side_tried_ = false;
+            side_tried_.store(false, std::memory_order_relaxed);
             // No side channel: the client may still speak in band (an RDMA HELLO, which
             // must be answered, even if only to decline it, never passed on as data).
             enter(Phase::undecided);
@@ -305,8 +305,8 @@ bool Connection::discovery_due() {
 }
 
 void Connection::switch_tx_locked() {
-    if (tx_switched_ || tx_back()) return;
-    tx_switched_ = true;
+    if (tx_switched_.load(std::memory_order_relaxed) || tx_back()) return;
+    tx_switched_.store(true, std::memory_order_relaxed);
     if (auto* sw = transport_->tx_switch()) {
         sw->store(tcp_tx_, std::memory_order_release);
         RS_LOG(debug, "fd %d: sends switch to the ring after %llu TCP bytes", fd_, static_cast<unsigned long long>(tcp_tx_));

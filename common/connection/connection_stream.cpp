@@ -143,7 +143,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             if (n < 0) return total > 0 ? static_cast<ssize_t>(total) : -1;
             return static_cast<ssize_t>(total + static_cast<size_t>(n));
         }
-        if (!tx_switched_) {
+        if (!tx_switched_.load(std::memory_order_relaxed)) {
             // Dekker with a shutdown() that began before the switch (Connection::shutdown):
             // either it sees our phase and writes its end of stream after our records,
             // or we see its shut_wr_ here and never switch (the kernel's FIN ends the stream).

@@ -12,8 +12,9 @@
 //                 offset of the peer's ring (IBV_SEND_INLINE when it fits the QP's
 //                 max_inline_data as read back with ibv_query_qp). MAP_SHARED: a
 //                 take-back by a forked child reads the parent's latest records.
-//   ctrl block    one page, the first RdmaCtrl::bytes (320) registered LOCAL_WRITE|REMOTE_WRITE|
-//                 REMOTE_READ; every field on its own cache line (RdmaCtrl offsets).
+//   ctrl block    one page, the first RdmaCtrl::bytes (320) registered
+//                 LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ; every field on its own
+//                 cache line (RdmaCtrl offsets).
 //   scratch       one page, local only: the destinations of our RDMA READs (probe, flush).
 //
 // Concurrency: the writer (one thread at a time), the reader (one thread at a
@@ -125,6 +126,9 @@ public:
     // is raised only by the peer's NIC). drain_wake() takes and acks the
     // channel's events, reaps the receive CQ and reads the eventfd.
     int wake_fd() const override { return wake_; }
+    // The completion channel's own fd inside wake_fd() (non-blocking: drain_wake
+    // reads it without waiting). For the doorbell unit test.
+    int channel_fd() const { return channel_ ? channel_.get()->fd : -1; }
     void drain_wake() override;
     // Shutdown from another thread, a step of the way back: every sleeper of this
     // side wakes through wake_fd().

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sys/fault_guard.hpp"
+#include "sys/tsan.hpp"
 
 namespace rdmasock::ring {
 
@@ -81,8 +82,13 @@ RingReader::Record RingReader::inspect(uint64_t position, bool latch) {
     return {RingStatus::broken, kind, 0};
 }
 
-// Zero the consumed record so the next lap's footers can be trusted.
+// Zero the consumed record so the next lap's footers can be trusted. A poller in
+// another thread (poll, fin_landed, readable_bytes_look) may still load a header or
+// footer of it from a position it read a moment before: it then sees a zero or a
+// rewritten word and says "not yet" or "broken" without latching it, and the read
+// that follows decides. Only ring memory is written here.
 void RingReader::release(uint64_t position, uint32_t length) {
+    tsan::IgnoreWrites shared_with_pollers;
     std::memset(ring_ + (position & mask_), 0, record_bytes(length));
 }
 

@@ -184,11 +184,22 @@ size_t StatPage::used_bytes() const {
     return used < size_ ? used : size_;
 }
 
+namespace {
+// The byte counters move while the page is copied (other threads add to them
+// without mu_): word by word, each an atomic load, as the stat reader does.
+void copy_live(void* to, const void* from, size_t bytes) {
+    auto* d = static_cast<uint64_t*>(to);
+    const auto* s = static_cast<const uint64_t*>(from);
+    for (size_t i = 0; i < bytes / 8; ++i) d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+    memcpy(d + bytes / 8, s + bytes / 8, bytes % 8);
+}
+}  // namespace
+
 void StatPage::prepare_fork() {
     mu_.lock();
     fork_copy_bytes_ = used_bytes();
     fork_copy_ = malloc(fork_copy_bytes_);  // counters may still move: the child gets them as of now
-    if (fork_copy_) memcpy(fork_copy_, base_, fork_copy_bytes_);
+    if (fork_copy_) copy_live(fork_copy_, base_, fork_copy_bytes_);
 }
 
 void StatPage::after_fork_parent() {

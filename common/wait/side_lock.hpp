@@ -51,8 +51,11 @@ public:
 
     // In a forked child, which has only the thread that forked: a holder or
     // waiter in the parent (a reader asleep on an empty ring) is not there.
+    // Rebuilt only when one held it: a lock nobody held stays the same object,
+    // which ThreadSanitizer can go on following.
     void forget_holders() {
-        new (&m_) std::mutex();
+        if (m_.try_lock()) m_.unlock();
+        else new (&m_) std::mutex();
         waiters_.store(0, std::memory_order_relaxed);
     }
 
@@ -98,9 +101,12 @@ public:
     // shim's locks): what it guards may be half-changed, and the child must not
     // build on it.
     bool forget_holders() {
-        const bool held = !m_.try_lock();
-        new (&m_) std::mutex();
-        return held;
+        if (m_.try_lock()) {
+            m_.unlock();
+            return false;
+        }
+        new (&m_) std::mutex();  // rebuilt only when held (as SideLock::forget_holders)
+        return true;
     }
 
 private:

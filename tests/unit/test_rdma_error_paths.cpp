@@ -177,6 +177,9 @@ TEST_CASE("rdma doorbells: one fd over the completion channel and the self-wake,
         CHECK(is_own_fd(fd));  // moved out of the program's way (own_fd.hpp)
         CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
         CHECK(peer->wake_fd() != fd);
+        // drain_wake reads the channel without waiting: its fd must not block.
+        REQUIRE(t->channel_fd() >= 0);
+        CHECK((fcntl(t->channel_fd(), F_GETFL) & O_NONBLOCK) != 0);
         // wake_self (a shutdown from another thread) raises the same fd that the
         // peer's completions do, so that every kind of sleeper wakes; drain_wake lowers it.
         auto readable = [](int w) {

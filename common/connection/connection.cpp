@@ -237,11 +237,6 @@ void Connection::claim_rendezvous() {
 // postmaster pattern, where the process that uses the socket first starts it).
 bool Connection::forked_since_rendezvous() const { return rv_pid_ != current_pid() || rv_gen_ != forks_begun(); }
 
-bool Connection::forked_before_tx_switch() const {
-    return side_tried_.load(std::memory_order_relaxed) && !tx_switched_.load(std::memory_order_relaxed) &&
-           forked_since_rendezvous();
-}
-
 bool Connection::forked_during_rendezvous() {
     const Phase ph = phase();
     const bool claimed_pending = ph == Phase::rv_pending && rv_claimed_.load(std::memory_order_relaxed);

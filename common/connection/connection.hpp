@@ -603,7 +603,10 @@ private:
     bool forked_since_rendezvous() const;  // this process forked (or is a child) since claim_rendezvous()
     // Forked while this side's sends were still on TCP: a child may have written the
     // socket too, so nobody knows the switch offset (the connection stays on TCP).
-    bool forked_before_tx_switch() const;
+    bool forked_before_tx_switch() const {
+        return !tx_switched_.load(std::memory_order_relaxed) && side_tried_.load(std::memory_order_relaxed) &&
+               forked_since_rendezvous();
+    }
     uint64_t inode_ = 0;
     OwnerWritten<uint64_t> tx_bytes_{0}, rx_bytes_{0};  // through the rings (stats and edge counts look unlocked)
     std::unique_ptr<ShmRendezvous> rv_;

@@ -18,11 +18,11 @@ namespace rdmasock::shim {
 // What a close, a dup2 over a number or a close_range undoes runs destructors
 // and closes the shim's own fds: no pending pthread_cancel acts inside it
 // (thread_cancel.hpp; the application's close is the cancellation point).
-void forget_fd(int fd) {
+void forget_fd(int fd, bool for_close) {
     cancel::Shield shield;
     bool last = false;
     std::shared_ptr<Socket> dupped;  // its last fd: registrations under other numbers go too
-    if (auto s = fd_table().take(fd)) {
+    if (auto s = fd_table().take(fd, for_close)) {
         // The connection may live on through another fd: it must not keep using
         // this number, which the kernel may hand to the next open. (A look, not the
         // decision: a concurrent close of a dup may make this one the last after all.)

@@ -7,7 +7,9 @@ namespace rdmasock::shim {
 
 // `fd` is about to stop naming its socket (close, dup2 over it, close_range,
 // fclose): drop its entry before the kernel frees the number. Safe for any fd.
-void forget_fd(int fd);
+// for_close: close() calls FdTable::closed(fd) once the kernel's close returned;
+// until then data calls on the number answer EBADF (FdTable::take).
+void forget_fd(int fd, bool for_close = false);
 // The kernel has just handed out `fd` (socket, accept, dup, epoll_create): an
 // entry still under that number is a socket closed where the shim could not
 // see it. Its connection lets go of the number, then it is forgotten as at a

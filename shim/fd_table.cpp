@@ -57,15 +57,27 @@ void FdTable::put(int fd, std::shared_ptr<Socket> sock) {
     if (!s) return;  // beyond the table: the socket simply stays plain
     SpinGuard g(s->lock);
     s->sock = std::move(sock);
+    s->closing.store(false, std::memory_order_relaxed);  // a new socket under the number
     s->present.store(true, std::memory_order_relaxed);
 }
 
-std::shared_ptr<Socket> FdTable::take(int fd) {
+std::shared_ptr<Socket> FdTable::take(int fd, bool for_close) {
     Slot* s = slot(fd, false);
     if (!s || !s->present.load(std::memory_order_relaxed)) return nullptr;
     SpinGuard g(s->lock);
+    if (for_close) s->closing.store(true, std::memory_order_relaxed);
     s->present.store(false, std::memory_order_relaxed);
     return std::move(s->sock);
+}
+
+void FdTable::closed(int fd) {
+    Slot* s = slot(fd, false);
+    if (s && s->closing.load(std::memory_order_relaxed)) s->closing.store(false, std::memory_order_release);
+}
+
+bool FdTable::closing(int fd) const {
+    const Slot* s = slot(fd, false);
+    return s && s->closing.load(std::memory_order_acquire);
 }
 
 std::vector<int> FdTable::present_in(unsigned first, unsigned last) const {

@@ -93,7 +93,14 @@ public:
     std::shared_ptr<Socket> get(int fd) const;
     bool contains(int fd) const;
     void put(int fd, std::shared_ptr<Socket> s);
-    std::shared_ptr<Socket> take(int fd);  // remove and return
+    // Remove and return. for_close (close()): until closed(fd), after the kernel's
+    // close, the number answers EBADF to data calls (closing()): the kernel socket
+    // still exists then, and a send that reached it would put bytes on the TCP
+    // stream behind the ring. As the kernel orders a call that races a close:
+    // after it.
+    std::shared_ptr<Socket> take(int fd, bool for_close = false);
+    void closed(int fd);
+    bool closing(int fd) const;
     // The tracked fds in [first, last], ascending (close_range, closefrom).
     std::vector<int> present_in(unsigned first, unsigned last) const;
     // Around fork: the chunk lock is held across it (fork_lock.hpp). In a forked
@@ -108,6 +115,7 @@ private:
     struct Slot {
         std::atomic<bool> present{false};
         std::atomic<bool> lock{false};
+        std::atomic<bool> closing{false};  // take_for_close .. closed
         std::shared_ptr<Socket> sock;
     };
     Slot* slot(int fd, bool create) const;

@@ -82,7 +82,14 @@ int close(int fd) {
         if (is_own_fd(fd)) return not_opened();
         signals::DeferHandlers held;  // a handler that closes too would wait for the locks this close holds
         if (fd >= 0) closing_kept(static_cast<unsigned>(fd), static_cast<unsigned>(fd));
-        forget_fd(fd);
+        forget_fd(fd, true);
+        // Test-only: widen the window between the socket's forgetting and the
+        // kernel's close, where another thread's send once reached the kernel
+        // socket behind the ring (tests/integration/two_writers.sh).
+        if (fd_table().closing(fd) && config().fault == "close-pause") usleep(100 * 1000);
+        const int r = calls().close(fd);
+        fd_table().closed(fd);
+        return kept(r);
     }
     return kept(calls().close(fd));
 }

@@ -13,9 +13,16 @@
 namespace rdmasock::shim {
 
 Connection* active(int fd, Call& call) {
-    if (!fd_table().contains(fd)) return nullptr;
+    if (!fd_table().contains(fd)) {
+        call.closing = fd_table().closing(fd);
+        return nullptr;
+    }
     auto s = fd_table().get(fd);
-    if (!s || !s->conn || s->conn->is_plain() || !s->enter()) return nullptr;
+    if (!s || !s->conn || s->conn->is_plain()) return nullptr;
+    if (!s->enter()) {  // its last close began after our look
+        call.closing = true;
+        return nullptr;
+    }
     call.s = std::move(s);
     return call.s->conn.get();
 }

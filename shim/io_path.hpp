@@ -19,6 +19,7 @@ namespace rdmasock::shim {
 // meanwhile never lets this call reach a reused fd number (Socket::calls).
 struct Call {
     std::shared_ptr<Socket> s;
+    bool closing = false;  // active(): the number's last close has begun; the call answers EBADF
     Call() = default;
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
@@ -50,7 +51,15 @@ auto data_call(int fd, ShimCall&& shim_call, KernelCall&& kernel_call) -> declty
         {
             signals::HandlersAtReturn at_return;
             Call h;
-            if (!active(fd, h)) break;
+            if (!active(fd, h)) {
+                // Not to the kernel: its socket still carries the ring's connection
+                // until the close returns (FdTable::take).
+                if (h.closing) {
+                    errno = EBADF;
+                    return -1;
+                }
+                break;
+            }
             r = shim_call(*h.s);
             e = errno;
         }

@@ -97,7 +97,7 @@ bool Connection::unread_at_close() {
     // The peer's bytes before its switch (or after its way back) are the
     // kernel's, whose close resets for them: no end-of-stream record may
     // precede that RST. After the switch the ring's count too.
-    if ((rx_on_tcp() || rx_back()) && kernel_inq(fd_) > 0) return true;
+    if ((rx_on_tcp() || rx_back()) && kernel_inq(fd()) > 0) return true;
     if (rx_back()) return false;
     return transport_->reader().readable_bytes_look() > 0;
 }
@@ -106,7 +106,7 @@ bool Connection::abortive_close() const {
     linger l{};
     socklen_t len = sizeof l;
     int saved = errno;
-    bool abort = kernel_sockopt_get(fd_, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
+    bool abort = kernel_sockopt_get(fd(), SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
     errno = saved;
     return abort;
 }
@@ -121,11 +121,11 @@ bool Connection::keep_own_fd() {
     signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
     std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
     if (own_fd_) return true;
-    int d = dup_own_fd(fd_);
+    int d = dup_own_fd(fd());
     if (d < 0) return false;
-    const int app_fd = fd_;
+    const int app_fd = fd();
     if (app_fd < 0) return close_own_fd(d), false;  // retired meanwhile
-    __atomic_store_n(&fd_, d, __ATOMIC_RELEASE);  // threads inside a call read it on their next syscall
+    fd_.store(d, std::memory_order_release);  // threads inside a call read it on their next syscall
     own_fd_ = true;
     RS_LOG(debug, "fd %d: the connection now holds its own fd %d", app_fd, d);
     return true;
@@ -134,8 +134,8 @@ bool Connection::keep_own_fd() {
 void Connection::lose_fd_number(int fd) {
     signals::DeferHandlers held;  // a handler on this thread must not wait for fd_mu_ (signal_seen.hpp)
     std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
-    if (own_fd_ || fd_ != fd) return;  // its own dup still names the socket
-    __atomic_store_n(&fd_, -1, __ATOMIC_RELEASE);
+    if (own_fd_ || fd_.load(std::memory_order_relaxed) != fd) return;  // its own dup still names the socket
+    fd_.store(-1, std::memory_order_release);
     RS_LOG(warn, "fd %d was closed without the shim seeing it (a system call made without libc?) and now names another "
                  "file: its connection is dropped", fd);
 }
@@ -185,7 +185,7 @@ void Connection::retire_fd() {
     std::lock_guard<HandlerSafeMutex> lk(fd_mu_);
     // Forgotten before closed: a fork in between leaves no child a number it
     // lacks (sys/fork_fence.hpp).
-    const int fd = __atomic_exchange_n(&fd_, -1, __ATOMIC_ACQ_REL);  // EBADF, never someone else's socket
+    const int fd = fd_.exchange(-1, std::memory_order_acq_rel);  // EBADF, never someone else's socket
     if (own_fd_) {
         own_fd_ = false;
         close_own_fd(fd);
@@ -210,8 +210,8 @@ bool Connection::start_rendezvous_client(netns::Id socket_ns) {
     // A listener now, a side channel and doorbells later (sys/fd_budget.hpp).
     // (Discovery deferred: asked when the listener is made, client_discovery_step.)
     discovery_deferred_ = discovery_may_wait(config_);
-    if (!discovery_deferred_ && !fd_budget::may_take(3, fd_)) {
-        RS_LOG(info, "fd %d: the shim's share of file descriptors is in use; staying on tcp", fd_);
+    if (!discovery_deferred_ && !fd_budget::may_take(3, fd())) {
+        RS_LOG(info, "fd %d: the shim's share of file descriptors is in use; staying on tcp", fd());
         return false;
     }
     auto o = rendezvous_options(config_);
@@ -219,7 +219,7 @@ bool Connection::start_rendezvous_client(netns::Id socket_ns) {
     auto rv = std::make_unique<ShmRendezvous>(std::move(o));
     // Deferred: the name is published at the first call once the connection has
     // lived (client_discovery_step); a shorter one costs no rendezvous at all.
-    if (!discovery_deferred_ && (config_.fault == "client-listen" || !rv->client_listen(fd_))) return false;
+    if (!discovery_deferred_ && (config_.fault == "client-listen" || !rv->client_listen(fd()))) return false;
     rv_ = std::move(rv);
     rv_since_us_ = offer_wait_since_us_ = wait::now_us();
     side_tried_.store(true, std::memory_order_relaxed);
@@ -299,12 +299,12 @@ void Connection::enter(Phase to) {
     ring_phase_bells();  // sleepers that began under the old phase look again
     if (allowed_move(from, to)) return;
 #ifdef RDMASOCK_CHECK_PHASES
-    RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd_, to_string(from), to_string(to));
+    RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd(), to_string(from), to_string(to));
     __builtin_trap();
 #else
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
-        RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd_, to_string(from), to_string(to));
+        RS_LOG(error, "fd %d: phase %s -> %s is not in the table (connection_phase.hpp)", fd(), to_string(from), to_string(to));
 #endif
 }
 
@@ -324,31 +324,31 @@ void Connection::become_plain(const char* why) {
     pending_.reset();
     if (rv_) rv_->close();
     // A SHUT_RD made while we held rings was only recorded (Connection::shutdown).
-    if (shut_rd_.load()) kernel_shutdown(fd_, SHUT_RD);
+    if (shut_rd_.load()) kernel_shutdown(fd(), SHUT_RD);
     // A transport handed over but never switched to stays alive (unused) until
     // the connection ends: its doorbell may still be registered in an epoll set.
     enter(Phase::plain);
-    RS_LOG(info, "fd %d: staying on tcp (%s)", fd_, why);
+    RS_LOG(info, "fd %d: staying on tcp (%s)", fd(), why);
 }
 
 void Connection::become_failed(const char* why) {
     fallback_reason_ = why;
     pending_.reset();
     enter(Phase::failed);
-    kernel::shutdown(fd_, SHUT_RDWR);
-    RS_LOG(warn, "fd %d: handshake violated (%s); connection reset", fd_, why);
+    kernel::shutdown(fd(), SHUT_RDWR);
+    RS_LOG(warn, "fd %d: handshake violated (%s); connection reset", fd(), why);
 }
 
 void Connection::upgrade(std::unique_ptr<Transport> t) {
-    no_delay(fd_);
+    no_delay(fd());
     transport_.publish(std::move(t));
     upgraded_once_.store(true, std::memory_order_relaxed);
     owner_pid_ = current_pid();
     fork_gen_ = fork_generation();
     // Bad application buffers get EFAULT from the ring copies from now on (fault_guard.hpp).
-    if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
+    if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd());
     enter(Phase::upgraded);
-    RS_LOG(info, "fd %d: upgraded to %s", fd_, transport_->name());
+    RS_LOG(info, "fd %d: upgraded to %s", fd(), transport_->name());
 }
 
 bool Connection::progress_locked(bool app_wants_to_write) {
@@ -417,7 +417,7 @@ bool Connection::settle(int flags, bool for_write) {
             ms = std::min<int64_t>(ms, (left + 999) / 1000);
         }
         short ev = (role_ == Role::client && ph == Phase::undecided) ? POLLOUT : POLLIN;
-        pollfd p{fd_, ev, 0};
+        pollfd p{fd(), ev, 0};
         // A signal ends this wait as it would end the kernel's (wait_for).
         if (sleep::poll(&p, 1, ms * int64_t{1000}, nullptr, since) < 0 && errno == EINTR) {
             errno = signal_restarts_call(since, timeout > 0) ? ERESTART : EINTR;
@@ -496,7 +496,7 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
 // find them in the interposer (shim::recv_first), through the same function.
 bool Connection::kept_first(const iovec* iov, int iovcnt, int flags, ssize_t& out) {
     return leftover::any_first() &&
-           leftover::receive_first(fd_, inode_, iov, static_cast<size_t>(iovcnt), flags, out, ops_.recvmsg);
+           leftover::receive_first(fd(), inode_, iov, static_cast<size_t>(iovcnt), flags, out, ops_.recvmsg);
 }
 
 // A transport that broke after the upgrade (RDMA: a queue-pair error, a peer
@@ -527,7 +527,7 @@ int Connection::shutdown(int how, bool* kernel_carries) {
         // (the parent reads EOF or a reset as over TCP). The FIN record is the
         // owner's to write: the connection goes back to TCP, and the kernel shuts it.
         if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return errno = EIO, -1;
-        return static_cast<int>(raw_syscall(SYS_shutdown, fd_, how));
+        return static_cast<int>(raw_syscall(SYS_shutdown, fd(), how));
     }
     bool fin_owed = false;  // our sends reached the ring while this call began on TCP
     if (phase() != Phase::upgraded) {
@@ -544,7 +544,7 @@ int Connection::shutdown(int how, bool* kernel_carries) {
                 // (progress_client_reply); a server upgrades at the READY it
                 // owes, its FIN carried by the kernel as before.
                 if (wr && role_ == Role::client) shut_wr_ = true;
-                const int r = wr ? kernel::shutdown(fd_, SHUT_WR) : kernel_stream_closed(fd_) ? (errno = ENOTCONN, -1) : 0;
+                const int r = wr ? kernel::shutdown(fd(), SHUT_WR) : kernel_stream_closed(fd()) ? (errno = ENOTCONN, -1) : 0;
                 wake_local();  // readers, pollers and epoll sets look again (ready_events)
                 return r;
             }
@@ -592,10 +592,10 @@ int Connection::shutdown(int how, bool* kernel_carries) {
                 // poll then say nothing of the peer (drain_locked knows).
                 kernel_rd_shut_.store(true);
                 note_shut_both_ways();
-                return kernel::shutdown(fd_, SHUT_RDWR);
+                return kernel::shutdown(fd(), SHUT_RDWR);
             }
-            if (wr) return kernel::shutdown(fd_, SHUT_WR);
-            return kernel_stream_closed(fd_) ? (errno = ENOTCONN, -1) : 0;
+            if (wr) return kernel::shutdown(fd(), SHUT_WR);
+            return kernel_stream_closed(fd()) ? (errno = ENOTCONN, -1) : 0;
         }
         fin_owed = true;
     }
@@ -619,7 +619,7 @@ int Connection::shutdown(int how, bool* kernel_carries) {
             // (RingWriter::kFinReserve): the retry is a guard, not a wait.
             for (int i = 0; i < 1000; ++i, usleep(1000)) {
                 if (tx_enter_locked() != Way::ring) {
-                    kernel_shutdown(fd_, SHUT_WR);  // back on TCP: the kernel's FIN
+                    kernel_shutdown(fd(), SHUT_WR);  // back on TCP: the kernel's FIN
                     break;
                 }
                 switch_tx_locked();  // the FIN record comes after every TCP byte
@@ -658,7 +658,7 @@ void Connection::discard_landed_message(std::initializer_list<handshake::Type> t
 
 void Connection::close_last_reference() {
     cancel::Shield shield;  // its end-of-stream and hand-over finish (thread_cancel.hpp)
-    RS_LOG(debug, "fd %d: last close in phase %s", fd_, to_string(phase()));
+    RS_LOG(debug, "fd %d: last close in phase %s", fd(), to_string(phase()));
     switch (phase()) {  // a connection that ended while its bytes still went over TCP
         case Phase::rv_listen:
         case Phase::rv_pending:
@@ -670,10 +670,10 @@ void Connection::close_last_reference() {
             // rings nobody reads. It learns we are gone as from an upgraded close,
             // from its ring's reader state (a reset where bytes were left unread,
             // as TCP's close with unread bytes).
-            if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process()) tell_reader_gone(kernel_inq(fd_) > 0);
+            if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process()) tell_reader_gone(kernel_inq(fd()) > 0);
             break;
         case Phase::plain:
-            leftover::closing_last(fd_, inode_);  // bytes a claim kept (claim_when_sole)
+            leftover::closing_last(fd(), inode_);  // bytes a claim kept (claim_when_sole)
             break;
         default: break;
     }
@@ -703,23 +703,23 @@ void Connection::close_last_reference() {
             // SO_LINGER 0; the kernel socket, which carried no FIN, sends a FIN.
             if (aborted) {
                 linger off{0, 0};
-                kernel_sockopt_set(fd_, SO_LINGER, &off, sizeof off);
+                kernel_sockopt_set(fd(), SO_LINGER, &off, sizeof off);
             }
             aborted = false;
             // Bytes the kernel still holds (the peer's before its switch) would
             // make that FIN a RST, which a closed TCP socket never sends.
-            if (kernel_inq(fd_) > 0) {
+            if (kernel_inq(fd()) > 0) {
                 const int saved = errno;
                 char sink[4096];
-                while (ops_.recv(fd_, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+                while (ops_.recv(fd(), sink, sizeof sink, MSG_DONTWAIT) > 0) {}
                 errno = saved;
             }
         } else if (!aborted && unread_at_close()) {
             linger l{1, 0};
             const int saved = errno;
-            aborted = kernel_sockopt_set(fd_, SO_LINGER, &l, sizeof l) == 0;
+            aborted = kernel_sockopt_set(fd(), SO_LINGER, &l, sizeof l) == 0;
             errno = saved;
-            RS_LOG(debug, "fd %d: closed with unread bytes: a reset, as TCP's", fd_);
+            RS_LOG(debug, "fd %d: closed with unread bytes: a reset, as TCP's", fd());
         }
         tell_reader_gone(aborted);
     }
@@ -787,7 +787,7 @@ ring::RingStatus Connection::write_fin_locked() {
 std::string Connection::stats_line(uint64_t plain_tx, uint64_t plain_rx) const {
     char buf[256];
     const bool up = phase() == Phase::upgraded;
-    snprintf(buf, sizeof buf, "stats fd=%d role=%s transport=%s tx_bytes=%llu rx_bytes=%llu%s%s", fd_,
+    snprintf(buf, sizeof buf, "stats fd=%d role=%s transport=%s tx_bytes=%llu rx_bytes=%llu%s%s", fd(),
              role_ == Role::client ? "client" : "server", up ? transport_->name() : "tcp",
              static_cast<unsigned long long>(tx_bytes_ + tcp_tx_ + plain_tx),
              static_cast<unsigned long long>(rx_bytes_ + tcp_rx_.load() + plain_rx),

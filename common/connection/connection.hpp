@@ -96,8 +96,8 @@ public:
     int wake_fd() const;
     unsigned wake_generation() const;  // Transport::wake_generation
     Role role() const { return role_; }
-    int fd() const { return __atomic_load_n(&fd_, __ATOMIC_ACQUIRE); }
-    void set_fd(int fd) { fd_ = fd; }
+    int fd() const { return fd_.load(std::memory_order_acquire); }
+    void set_fd(int fd) { fd_.store(fd, std::memory_order_release); }
     void set_nonblocking(bool on) { nonblocking_.store(on, std::memory_order_relaxed); }
     bool nonblocking() const { return nonblocking_.load(std::memory_order_relaxed); }
     void set_timeouts(int64_t recv_us, int64_t send_us);
@@ -461,9 +461,12 @@ private:
     struct Sleeper;  // its wait_engine hooks
     int64_t timeout_for(bool write) const;
 
-    int fd_;
+    // The kernel socket this connection uses: the application's fd number, or our
+    // own dup once the application closed its number mid-call (keep_own_fd), or -1
+    // once retired. Changed while other threads are inside calls that read it: atomic.
+    std::atomic<int> fd_;
     HandlerSafeMutex fd_mu_;
-    bool own_fd_ = false;  // fd_ is our private dup (keep_own_fd)
+    bool own_fd_ = false;  // fd() is our private dup (keep_own_fd)
     const Role role_;
     std::atomic<bool> nonblocking_;
     const Config& config_;

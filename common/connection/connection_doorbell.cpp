@@ -120,9 +120,9 @@ void Connection::drain_locked(bool look_tcp) {
         return;
     }
     char b;
-    ssize_t n = ops_.recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = ops_.recv(fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0) {
-        RS_LOG(debug, "fd %d: peer closed its socket", fd_);
+        RS_LOG(debug, "fd %d: peer closed its socket", fd());
         peer_closed_.store(true);
         if (in_band()) {
             // Our marker will get no answer: what landed in our ring is the
@@ -164,7 +164,7 @@ void Connection::drain_locked(bool look_tcp) {
 // next write after our close finds no queue pair, and a NIC fails it after
 // its retries: the way back to TCP meets the RST (rxe retries for good).
 void Connection::socket_failed(int err) {
-    RS_LOG(info, "fd %d: the TCP socket under the ring failed: %s", fd_, strerror(err));
+    RS_LOG(info, "fd %d: the TCP socket under the ring failed: %s", fd(), strerror(err));
     tcp_failed_.store(true);
     if (!peer_reset_.exchange(true)) pending_err_.store(err);
     if (RingControl* c = transport_->rx_control()) c->reader_state.store(RingControl::gone, std::memory_order_release);
@@ -201,7 +201,7 @@ void Connection::drain_for(News n) {
 // drain also reaps receive completions; the writer and the reader reap them
 // on their own paths, rdma_transport.cpp.)
 bool Connection::fds_have_news() {
-    pollfd p[2] = {{fd_, POLLIN | POLLRDHUP, 0}, {transport_->wake_fd(), POLLIN, 0}};
+    pollfd p[2] = {{fd(), POLLIN | POLLRDHUP, 0}, {transport_->wake_fd(), POLLIN, 0}};
     const int saved = errno;
     const int n = ops_.poll(p, 2, 0);
     errno = saved;
@@ -340,7 +340,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
         case Phase::rv_offered: *kernel_events = wanted; return 0;
         case Phase::rv_accepted: {
             // Both directions still on TCP; the server may switch any moment (wake fd).
-            pollfd p{fd_, wanted, 0};
+            pollfd p{fd(), wanted, 0};
             ops_.poll(&p, 1, 0);
             *kernel_events = wanted;
             // Our SHUT_RD is recorded, not the kernel's (Connection::shutdown): tcp_poll's part of it.
@@ -377,7 +377,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
             // Sends back on TCP (connection_downgrade.cpp): the kernel says when it may write.
             const short kout = tx_back() ? out : 0;
             if (kout) *kernel_events |= kout;
-            pollfd p{fd_, static_cast<short>(in | kout | (wanted & POLLRDHUP)), 0};
+            pollfd p{fd(), static_cast<short>(in | kout | (wanted & POLLRDHUP)), 0};
             ops_.poll(&p, 1, 0);
             r |= p.revents;
             if (out && !kout && (transport_->writer().writable() || peer_reset_.load() || fin_peer_gone())) r |= out;
@@ -400,7 +400,7 @@ short Connection::ready_events(short wanted, short* kernel_events) {
         // Our sends are back on TCP (connection_downgrade.cpp), our receives not yet:
         // the kernel says when we may write; the ring, whether there is more to read.
         *kernel_events |= out;
-        pollfd p{fd_, out, 0};
+        pollfd p{fd(), out, 0};
         ops_.poll(&p, 1, 0);
         r |= static_cast<short>(p.revents & (out | POLLERR | POLLHUP));
         wanted &= static_cast<short>(~out);

@@ -167,19 +167,19 @@ void Connection::take_back_locked() {
     if (!t.ok) {
         // A ring that fails validation or a socket gone mid-resend: the stream
         // cannot continue in order. Loudly, as TCP reports a broken connection.
-        RS_LOG(error, "fd %d: taking the ring back to tcp failed (%s); resetting", fd_, t.err.c_str());
+        RS_LOG(error, "fd %d: taking the ring back to tcp failed (%s); resetting", fd(), t.err.c_str());
         if (t.abused) busy_abused_.store(true);  // no second wait on that word
         if (in_band() || t.abused) {
             reset_both("the take-back failed");  // a RST: after our marker, TCP bytes are data
         } else {
             peer_reset_.store(true);
-            kernel_shutdown(fd_, SHUT_RDWR);
+            kernel_shutdown(fd(), SHUT_RDWR);
         }
     } else {
-        RS_LOG(info, "fd %d: sends back on tcp, %llu unread ring bytes sent again there%s", fd_,
+        RS_LOG(info, "fd %d: sends back on tcp, %llu unread ring bytes sent again there%s", fd(),
                static_cast<unsigned long long>(t.resent), t.fin ? ", then the end of stream" : "");
         // The FIN we had put in the ring (or meant to) becomes the kernel's.
-        if (t.fin || shut_wr_.load()) kernel_shutdown(fd_, SHUT_WR);
+        if (t.fin || shut_wr_.load()) kernel_shutdown(fd(), SHUT_WR);
     }
     errno = saved;
     transport_->ring_peer();  // its reader looks at the state, its writer takes back its own
@@ -238,15 +238,15 @@ bool Connection::lock_busy(std::atomic<int32_t>& word) {
     if (got == busy_lock::Got::abused) {
         // The peer (or a stranger) wrote our control page: this connection
         // alone ends, as TCP ends one: a RST, ECONNRESET for our application.
-        RS_LOG(error, "fd %d: a busy word of the shared rings is held by pid %d, no process of this end", fd_, word.load());
+        RS_LOG(error, "fd %d: a busy word of the shared rings is held by pid %d, no process of this end", fd(), word.load());
         busy_abused_.store(true);
         reset_both("the peer abused the rings' busy word");
         return false;
     }
     RS_LOG(error, "fd %d: a busy word of the shared rings stayed taken by pid %d for 5 s (a stopped process of this end); resetting",
-           fd_, word.load());
+           fd(), word.load());
     peer_reset_.store(true);
-    kernel_shutdown(fd_, SHUT_RDWR);
+    kernel_shutdown(fd(), SHUT_RDWR);
     wake_local();
     return false;
 }
@@ -315,10 +315,10 @@ void Connection::finish_downgrade() {
     fallback_reason_ = downgrade_why_.empty() ? "the peer handed the stream back to tcp" : "handed back to tcp: " + downgrade_why_;
     // Our end of stream went into the ring and the peer claimed it (claim_receives)
     // without our take-back: the kernel's stream ends here (again is harmless).
-    if (shut_wr_.load()) kernel_shutdown(fd_, SHUT_WR);
+    if (shut_wr_.load()) kernel_shutdown(fd(), SHUT_WR);
     if (rv_) rv_->close();
     enter(Phase::plain);
-    RS_LOG(info, "fd %d: back on tcp (%s)", fd_, fallback_reason_.c_str());
+    RS_LOG(info, "fd %d: back on tcp (%s)", fd(), fallback_reason_.c_str());
     wake_local();  // sleepers of this side look again: the kernel answers now
 }
 
@@ -334,7 +334,7 @@ bool Connection::mark_tcp_only(const char* why) {
     // In band (RDMA) the way back waits in this call for the peer's marker, which
     // it sends at its next call: a peer waiting for our next message never would.
     if (in_band() && has_rings(phase())) {
-        RS_LOG(warn, "fd %d: %s is not honoured on an rdma connection (the way back would wait for the peer)", fd_, why);
+        RS_LOG(warn, "fd %d: %s is not honoured on an rdma connection (the way back would wait for the peer)", fd(), why);
         return false;
     }
     return true;
@@ -383,7 +383,7 @@ Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) 
     }
     if (in_band()) return done(hand_over_in_band(why));
     if (!transport_->tx_control()) {
-        RS_LOG(warn, "fd %d: a %s connection cannot go back to tcp (%s): its bytes stay with this process", fd_,
+        RS_LOG(warn, "fd %d: a %s connection cannot go back to tcp (%s): its bytes stay with this process", fd(),
                transport_->name(), why);
         return done(false);
     }
@@ -391,7 +391,7 @@ Connection::HandOver Connection::begin_hand_over(const char* why, bool* result) 
         std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         if (downgrade_why_.empty()) downgrade_why_ = why;
     }
-    RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);
+    RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd(), why);
     auto* rc = transport_->rx_control();
     handing_over_.store(true, std::memory_order_seq_cst);
     // Our sends go back at once, with what the peer had not read; our receives
@@ -449,12 +449,12 @@ bool Connection::claim_receives() {
         // for the writer's take-back, as without the claim.
         rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
         downgrade::unlock(rc->reader_busy);
-        RS_LOG(warn, "fd %d: could not keep the %zu bytes the peer left in the ring; waiting for it to send them again", fd_, left);
+        RS_LOG(warn, "fd %d: could not keep the %zu bytes the peer left in the ring; waiting for it to send them again", fd(), left);
         return false;
     }
     rc->back_state.store(kBack, std::memory_order_seq_cst);
     downgrade::unlock(rc->reader_busy);
-    RS_LOG(info, "fd %d: the peer did not answer the hand-over; its %zu unread ring bytes%s are kept for the socket's next reader", fd_,
+    RS_LOG(info, "fd %d: the peer did not answer the hand-over; its %zu unread ring bytes%s are kept for the socket's next reader", fd(),
            left, fin ? " and its end of stream" : "");
     transport_->ring_peer();  // its writer, when it runs, sees its sends back
     return true;
@@ -471,7 +471,7 @@ bool Connection::keep_what_the_gone_peer_left(const char* when, bool only_ended)
     // for whoever reads the socket next (leftover.hpp).
     const bool kept = left == 0 || keep_ring_rest(rd, *rc, socket_inode(), left, leftover::Order::at_kernel_end, nullptr, only_ended);
     if (kept && left > 0)
-        RS_LOG(info, "fd %d: the peer's socket ended %s; its %zu unread ring bytes are kept for the socket's next reader", fd_,
+        RS_LOG(info, "fd %d: the peer's socket ended %s; its %zu unread ring bytes are kept for the socket's next reader", fd(),
                when, left);
     rc->back_state.store(kBack, std::memory_order_seq_cst);
     downgrade::unlock(rc->reader_busy);
@@ -501,7 +501,7 @@ bool Connection::finish_hand_over(const char* why, Unread unread) {
                 const int64_t scanned = now_us();
                 next_sole_look = scanned + std::max<int64_t>(100000, 20 * (scanned - scan_start));
             }
-            pollfd p[2] = {{transport_->wake_fd(), POLLIN, 0}, {fd_, POLLRDHUP, 0}};
+            pollfd p[2] = {{transport_->wake_fd(), POLLIN, 0}, {fd(), POLLRDHUP, 0}};
             // (may_claim: the writer was mid-write; it is done within a copy.)
             int nap_ms = unread == Unread::may_claim ? 1 : 100;
             if (unread == Unread::claim_when_sole)
@@ -517,7 +517,7 @@ bool Connection::finish_hand_over(const char* why, Unread unread) {
             }
             if (now_us() >= next_note) {
                 RS_LOG(warn, "fd %d: still waiting for the peer to take back the bytes it wrote (%s); it does at its next call",
-                       fd_, why);
+                       fd(), why);
                 next_note += 5000000;
             }
         }

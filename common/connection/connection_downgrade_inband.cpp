@@ -56,11 +56,11 @@ void Connection::send_marker() {
     uint8_t m[back_marker::kBytes];
     back_marker::encode(p, m);
     const int saved = errno;
-    if (!send_all_ours(ops_, fd_, m, sizeof m)) {
-        RS_LOG(error, "fd %d: the back marker could not be sent (%s); resetting", fd_, strerror(errno));
+    if (!send_all_ours(ops_, fd(), m, sizeof m)) {
+        RS_LOG(error, "fd %d: the back marker could not be sent (%s); resetting", fd(), strerror(errno));
         peer_reset_.store(true);
     } else {
-        RS_LOG(info, "fd %d: our reader stopped at ring position %llu (+%u); marker sent", fd_,
+        RS_LOG(info, "fd %d: our reader stopped at ring position %llu (+%u); marker sent", fd(),
                static_cast<unsigned long long>(p.read_pos), p.read_partial);
     }
     errno = saved;
@@ -73,7 +73,7 @@ void Connection::begin_way_back(const std::string& why) {
         std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         if (downgrade_why_.empty()) downgrade_why_ = why;
     }
-    RS_LOG(warn, "fd %d: going back to tcp (%s)", fd_, why.c_str());
+    RS_LOG(warn, "fd %d: going back to tcp (%s)", fd(), why.c_str());
     send_marker();
 }
 
@@ -105,9 +105,9 @@ void Connection::read_marker() {
     }
     uint8_t m[back_marker::kBytes];
     const int saved = errno;
-    (void)ops_.recv(fd_, m, sizeof m, MSG_DONTWAIT);  // exactly the marker: what follows is data
+    (void)ops_.recv(fd(), m, sizeof m, MSG_DONTWAIT);  // exactly the marker: what follows is data
     errno = saved;
-    RS_LOG(info, "fd %d: the peer stopped reading its ring at position %llu (+%u); going back to tcp", fd_,
+    RS_LOG(info, "fd %d: the peer stopped reading its ring at position %llu (+%u); going back to tcp", fd(),
            static_cast<unsigned long long>(p.read_pos), p.read_partial);
     auto* tc = transport_->tx_control();
     tc->read_pos.store(p.read_pos, std::memory_order_release);
@@ -130,14 +130,14 @@ void Connection::reset_for_unread(size_t left, const char* when) {
 }
 
 void Connection::reset_both(const char* why) {
-    RS_LOG(error, "fd %d: %s; resetting the connection at both ends", fd_, why);
+    RS_LOG(error, "fd %d: %s; resetting the connection at both ends", fd(), why);
     // connect(AF_UNSPEC) disconnects an established TCP socket with a RST:
     // the peer's shim (or kernel) reports ECONNRESET, as ours does from now
     // on. No byte of ours can say it: after a marker, TCP bytes are data.
     const int saved = errno;
     sockaddr sa{};
     sa.sa_family = AF_UNSPEC;
-    raw_syscall(SYS_connect, fd_, &sa, sizeof sa);  // a raw call: connect() is interposed
+    raw_syscall(SYS_connect, fd(), &sa, sizeof sa);  // a raw call: connect() is interposed
     errno = saved;
     peer_reset_.store(true);
     wake_local();
@@ -148,12 +148,12 @@ bool Connection::hand_over_in_band(const char* why) {
         std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
         if (downgrade_why_.empty()) downgrade_why_ = why;
     }
-    RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd_, why);
+    RS_LOG(info, "fd %d: handing the stream back to tcp (%s)", fd(), why);
     handing_over_.store(true, std::memory_order_seq_cst);
     // An in-band peer's kernel FIN comes with its close (drain_locked): with
     // nothing before it, the peer sent no marker and will answer none, ours
     // would only draw its kernel's RST, and what it wrote is in our ring.
-    if (!marker_out() && !peer_reset_.load() && kernel_inq(fd_) == 0 && (tcp_events(POLLRDHUP) & (POLLRDHUP | POLLHUP)))
+    if (!marker_out() && !peer_reset_.load() && kernel_inq(fd()) == 0 && (tcp_events(POLLRDHUP) & (POLLRDHUP | POLLHUP)))
         peer_closed_.store(true);
     if (can_go_back()) send_marker();
     auto* rc = transport_->rx_control();
@@ -182,7 +182,7 @@ bool Connection::hand_over_in_band(const char* why) {
             // write); else the connection resets, as before.
             // (The ring of a forked copy may be absent: MADV_DONTFORK.)
             if (!owned_by_this_process()) {
-                RS_LOG(info, "fd %d: the peer's socket closed before it answered the way back; its ring is not this process's", fd_);
+                RS_LOG(info, "fd %d: the peer's socket closed before it answered the way back; its ring is not this process's", fd());
                 return false;
             }
             if (!keep_what_the_gone_peer_left("before it answered the way back", true) || phase() != Phase::upgraded ||
@@ -198,14 +198,14 @@ bool Connection::hand_over_in_band(const char* why) {
         }
         if (state(*rc) != kBack) {
             // The peer's marker comes at its next look at the connection.
-            pollfd p{fd_, POLLIN, 0};
+            pollfd p{fd(), POLLIN, 0};
             nap_for_peer([&] { ops_.poll(&p, 1, 100); });
             drain_if_free();
         } else {
             nap_for_peer([] { usleep(200); });  // a writer of ours is taking back
         }
         if (now_us() >= next_note) {
-            RS_LOG(warn, "fd %d: still waiting for the peer's back marker (%s); it answers at its next call", fd_, why);
+            RS_LOG(warn, "fd %d: still waiting for the peer's back marker (%s); it answers at its next call", fd(), why);
             next_note += 5000000;
         }
     }

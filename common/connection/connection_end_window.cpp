@@ -30,7 +30,7 @@ size_t Connection::fin_window() {
         int v = 0;
         socklen_t len = sizeof v;
         const int saved = errno;
-        w = detail::kernel_sockopt_get(fd_, SO_RCVBUF, &v, &len) == 0 && v > 0 ? static_cast<uint32_t>(v) : kDefaultWindow;
+        w = detail::kernel_sockopt_get(fd(), SO_RCVBUF, &v, &len) == 0 && v > 0 ? static_cast<uint32_t>(v) : kDefaultWindow;
         errno = saved;
         fin_window_.store(w, std::memory_order_relaxed);
     }
@@ -42,7 +42,7 @@ size_t Connection::fin_window() {
 // never waits for a reader blocked in another thread.)
 size_t Connection::unread_ahead() {
     size_t n = ring_readable(nullptr);
-    if (rx_on_tcp()) n += detail::kernel_inq(fd_);
+    if (rx_on_tcp()) n += detail::kernel_inq(fd());
     return n;
 }
 

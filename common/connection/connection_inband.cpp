@@ -37,14 +37,14 @@ handshake::ParseResult Connection::peek_message(bool* eof, bool* empty) {
         need_more_since_ms_ = 0;
     }
     if (r.status == handshake::Parse::not_handshake && !r.why.empty())
-        RS_LOG(warn, "fd %d: ignoring malformed handshake (%s); bytes stay application data", fd_, r.why.c_str());
+        RS_LOG(warn, "fd %d: ignoring malformed handshake (%s); bytes stay application data", fd(), r.why.c_str());
     return r;
 }
 
 bool Connection::consume(size_t n) {
     uint8_t buf[handshake::kMaxMessage];
     while (n > 0) {
-        ssize_t r = ops_.recv(fd_, buf, std::min(n, sizeof buf), MSG_DONTWAIT);
+        ssize_t r = ops_.recv(fd(), buf, std::min(n, sizeof buf), MSG_DONTWAIT);
         if (r <= 0) return false;  // peeked bytes cannot vanish; treat as a broken stream
         n -= static_cast<size_t>(r);
     }
@@ -55,16 +55,16 @@ bool Connection::send_message(const handshake::Message& m) {
     auto bytes = handshake::encode(m);
     size_t sent = 0;
     for (int spins = 0; sent < bytes.size() && spins < 1000; ++spins) {
-        ssize_t w = ops_.send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = ops_.send(fd(), bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             sent += static_cast<size_t>(w);
             continue;
         }
         if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
-        pollfd p{fd_, POLLOUT, 0};
+        pollfd p{fd(), POLLOUT, 0};
         ops_.poll(&p, 1, 10);
     }
-    RS_LOG(debug, "fd %d: sent %s", fd_, handshake::to_string(m.type));
+    RS_LOG(debug, "fd %d: sent %s", fd(), handshake::to_string(m.type));
     return sent == bytes.size();
 }
 
@@ -83,7 +83,7 @@ bool Connection::send_or_settle(const handshake::Message& m, const char* what) {
 }
 
 bool Connection::progress_client_offer() {
-    pollfd p{fd_, POLLOUT, 0};
+    pollfd p{fd(), POLLOUT, 0};
     if (ops_.poll(&p, 1, 0) < 0) return false;
     if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) {
         become_plain("connect failed");
@@ -116,7 +116,7 @@ bool Connection::progress_client_offer() {
                 become_plain(("no RDMA: " + err).c_str());  // nothing sent: the server sees a plain client
                 return true;
             }
-            RS_LOG(info, "fd %d: not offering rdma: %s", fd_, err.c_str());
+            RS_LOG(info, "fd %d: not offering rdma: %s", fd(), err.c_str());
         }
     }
     hello.offers = offers_;
@@ -221,7 +221,7 @@ bool Connection::progress_server_hello(bool app_wants_to_write) {
     // kernel answers it with a RST that TCP would never send; and a client that
     // can no longer write can send no READY. No reply: TCP from here on, and
     // the client, which reads our bytes or our FIN instead, stays there too.
-    pollfd fin{fd_, POLLRDHUP, 0};
+    pollfd fin{fd(), POLLRDHUP, 0};
     if (ops_.poll(&fin, 1, 0) == 1 && (fin.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
         become_plain("client shut its end after its HELLO");
         return true;
@@ -251,7 +251,7 @@ void Connection::accept_rdma(const handshake::Message& hello, handshake::Message
     std::string err;
     auto t = rdma_setup::accept(config_, hello.rdma, reply.rdma, err);
     if (!t) {
-        RS_LOG(warn, "fd %d: declining rdma: %s", fd_, err.c_str());
+        RS_LOG(warn, "fd %d: declining rdma: %s", fd(), err.c_str());
         reply.reason = handshake::Reason::setup_failed;
         return;
     }

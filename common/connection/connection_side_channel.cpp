@@ -37,7 +37,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 bool ended = false;
                 if (!client_discovery_step(ended)) return ended;
             }
-            R r = rv_->client_step(fd_, t, shm_due(), [this] { return stream_open_both_ways(); });
+            R r = rv_->client_step(fd(), t, shm_due(), [this] { return stream_open_both_ways(); });
             if (r == R::waiting) return false;
             if (r == R::failed) {
                 // Another network namespace than the socket's: in-band offers are
@@ -50,10 +50,10 @@ bool Connection::progress_rendezvous(bool may_syscall) {
             owner_pid_ = current_pid();
             fork_gen_ = fork_generation();
             // The ring copies may start at any call now: bad buffers get EFAULT (fault_guard.hpp).
-            if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd_);
+            if (!guard::install()) RS_LOG(debug, "fd %d: no fault guard: a bad buffer faults in the ring copy", fd());
             peer_inode_ = rv_->peer_socket().inode;
             enter(Phase::rv_accepted);
-            RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd_);
+            RS_LOG(debug, "fd %d: side channel: rings handed to the server", fd());
             return true;
         }
         case Phase::rv_pending: {
@@ -69,7 +69,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 return true;
             }
             if (!server_may_offer_now()) return false;
-            R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd_);
+            R r = config_.fault == "server-offer" ? R::failed : rv_->server_offer(fd());
             if (r == R::waiting) {
                 enter(Phase::rv_offered);
                 return true;
@@ -81,7 +81,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 next_look_us_ = wait::now_us() + (int64_t{1000} << (offer_tries_ - 1));
                 return false;
             }
-            RS_LOG(debug, "fd %d: no side channel (%s): the client may still ask in band", fd_, rv_->why().c_str());
+            RS_LOG(debug, "fd %d: no side channel (%s): the client may still ask in band", fd(), rv_->why().c_str());
             // Another network namespace than the socket's: in-band offers are
             // declined too, and the reason is the statistics line's.
             if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
@@ -95,7 +95,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
         }
         case Phase::rv_offered: {
             if (!may_syscall) return false;
-            R r = rv_->server_step(fd_, t, [this] { return stream_open_both_ways(); });
+            R r = rv_->server_step(fd(), t, [this] { return stream_open_both_ways(); });
             if (r == R::waiting) return false;
             if (r == R::failed) {
                 if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
@@ -116,9 +116,9 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                     (void)rv_->client_confirmed(*transport_);
                     rv_.reset();
                 }
-                no_delay(fd_);
+                no_delay(fd());
                 enter(Phase::upgraded);
-                RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
+                RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd(), transport_->name());
                 return true;
             }
             if (!may_syscall) return false;
@@ -128,9 +128,9 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 become_plain(rv_->why().c_str());
                 return true;
             }
-            no_delay(fd_);
+            no_delay(fd());
             enter(Phase::upgraded);
-            RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd_, transport_->name());
+            RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd(), transport_->name());
             return true;
         }
         default: return false;
@@ -259,12 +259,12 @@ bool Connection::client_discovery_step(bool& ended) {
     constexpr int64_t kLookEveryUs = 1000;
     if (!rv_->listening()) {
         if (!discovery_due()) return false;
-        if (!fd_budget::may_take(3, fd_)) {
+        if (!fd_budget::may_take(3, fd())) {
             become_plain("the shim's share of file descriptors is in use");
             ended = true;
             return false;
         }
-        if (config_.fault == "client-listen" || !rv_->client_listen(fd_)) {
+        if (config_.fault == "client-listen" || !rv_->client_listen(fd())) {
             if (rv_->stay_plain()) mark_tcp_only(rv_->why().c_str());
             become_plain(rv_->stay_plain() ? rv_->why().c_str() : "cannot publish the side-channel name");
             ended = true;
@@ -309,7 +309,7 @@ void Connection::switch_tx_locked() {
     tx_switched_.store(true, std::memory_order_relaxed);
     if (auto* sw = transport_->tx_switch()) {
         sw->store(tcp_tx_, std::memory_order_release);
-        RS_LOG(debug, "fd %d: sends switch to the ring after %llu TCP bytes", fd_, static_cast<unsigned long long>(tcp_tx_));
+        RS_LOG(debug, "fd %d: sends switch to the ring after %llu TCP bytes", fd(), static_cast<unsigned long long>(tcp_tx_));
         ring_doorbell();  // a peer asleep on TCP must look at the switch offset
     }
 }
@@ -324,7 +324,7 @@ bool Connection::rx_on_tcp() {
         if (at == RingControl::kNotSwitched) return true;
         if (at < tcp_rx_.load(std::memory_order_relaxed)) {
             // We already read more than that over TCP: the peer lies about the past.
-            RS_LOG(error, "fd %d: peer switch offset %llu is behind the %llu bytes received; resetting", fd_,
+            RS_LOG(error, "fd %d: peer switch offset %llu is behind the %llu bytes received; resetting", fd(),
                    static_cast<unsigned long long>(at), static_cast<unsigned long long>(tcp_rx_.load()));
             peer_reset_.store(true);
             rx_switch_at_.store(tcp_rx_.load());
@@ -336,7 +336,7 @@ bool Connection::rx_on_tcp() {
 }
 
 short Connection::tcp_events(short events) {
-    pollfd p{fd_, events, 0};
+    pollfd p{fd(), events, 0};
     const int saved = errno;
     const int n = ops_.poll(&p, 1, 0);
     errno = saved;
@@ -344,7 +344,7 @@ short Connection::tcp_events(short events) {
 }
 
 bool Connection::tcp_readable() {
-    pollfd p{fd_, POLLIN, 0};
+    pollfd p{fd(), POLLIN, 0};
     return ops_.poll(&p, 1, 0) > 0;
 }
 
@@ -363,12 +363,12 @@ bool Connection::fin_peer_gone() {
     peer_check::SocketId id;
     std::string err;
     int saved = errno;
-    bool gone = kernel::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &l1) != 0 ||
-                kernel::getpeername(fd_, reinterpret_cast<sockaddr*>(&remote), &l2) != 0 ||
+    bool gone = kernel::getsockname(fd(), reinterpret_cast<sockaddr*>(&local), &l1) != 0 ||
+                kernel::getpeername(fd(), reinterpret_cast<sockaddr*>(&remote), &l2) != 0 ||
                 !peer_check::find_socket(remote, local, id, err) || id.inode != peer_inode_;
     errno = saved;
     if (gone) {
-        RS_LOG(debug, "fd %d: the peer's socket is gone after its FIN", fd_);
+        RS_LOG(debug, "fd %d: the peer's socket is gone after its FIN", fd());
         peer_gone_.store(true);  // for good
     }
     return gone;

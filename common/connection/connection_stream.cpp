@@ -106,7 +106,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
         if (shut_wr_ || failed || peer_reset_.load() ||
             (going_back ? peer_closed_.load() && !tx_back() : w.status() == ring::RingStatus::broken)) {
             if (total > 0) return static_cast<ssize_t>(total);
-            RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd_, shut_wr_.load(), peer_reset_.load(),
+            RS_LOG(debug, "fd %d: send refused: shut_wr=%d reset=%d closed=%d ring=%s", fd(), shut_wr_.load(), peer_reset_.load(),
                    peer_closed_.load(), ring::to_string(w.status()));
             errno = shut_wr_ || peer_reset_.load() ? EPIPE : ECONNRESET;
             // The peer's RST: its error once (ECONNRESET without SIGPIPE, or
@@ -171,7 +171,7 @@ ssize_t Connection::ring_send(const iovec* iov, int iovcnt, int flags) {
             continue;
         }
         if (r.status == ring::RingStatus::broken) {
-            RS_LOG(warn, "fd %d: send ring broken: %s", fd_, w.error().c_str());
+            RS_LOG(warn, "fd %d: send ring broken: %s", fd(), w.error().c_str());
             continue;
         }
         if (want == 0) return 0;
@@ -225,7 +225,7 @@ Connection::Idle Connection::give_back_idle_window() {
     const bool back = w.give_back_if_drained();
     tx_leave_locked();
     if (back) {
-        RS_LOG(debug, "fd %d: idle: the send window went back to %llu KiB", fd_,
+        RS_LOG(debug, "fd %d: idle: the send window went back to %llu KiB", fd(),
                static_cast<unsigned long long>(w.window() >> 10));
         return Idle::done;
     }
@@ -281,7 +281,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
             msghdr mh{};
             mh.msg_iov = cur.v;
             mh.msg_iovlen = static_cast<size_t>(cur.n);
-            ssize_t got = want == 0 ? 0 : ops_.recvmsg(fd_, &mh, (flags & (MSG_PEEK | MSG_TRUNC | MSG_OOB)) | MSG_DONTWAIT);
+            ssize_t got = want == 0 ? 0 : ops_.recvmsg(fd(), &mh, (flags & (MSG_PEEK | MSG_TRUNC | MSG_OOB)) | MSG_DONTWAIT);
             if (got > 0) {
                 total += static_cast<size_t>(got);
                 if (!peek) {
@@ -399,7 +399,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                             transport_->ring_peer();
                         } else {
                             char b = 1;
-                            ops_.send(fd_, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                            ops_.send(fd(), &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
                         }
                     }
                 }
@@ -409,7 +409,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         }
         if (want == 0) return 0;
         if (r.status == ring::RingStatus::eof) {
-            RS_LOG(debug, "fd %d: end of stream record", fd_);
+            RS_LOG(debug, "fd %d: end of stream record", fd());
             return static_cast<ssize_t>(total);
         }
         if (r.status == ring::RingStatus::broken) {
@@ -418,7 +418,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
                 begin_way_back("receive ring broken: " + rd.error());
                 continue;
             }
-            RS_LOG(warn, "fd %d: receive ring broken: %s", fd_, rd.error().c_str());
+            RS_LOG(warn, "fd %d: receive ring broken: %s", fd(), rd.error().c_str());
             if (total > 0) return static_cast<ssize_t>(total);
             errno = ECONNRESET;
             return -1;
@@ -446,7 +446,7 @@ ssize_t Connection::ring_recv(const iovec* iov, int iovcnt, int flags) {
         // wait below ends at once for a reset, and every look finds the same.
         if (transport_failed() || peer_reset_.load()) return static_cast<ssize_t>(total);
         if (peer_closed_.load()) {  // EOF after the last record
-            RS_LOG(debug, "fd %d: peer gone, end of stream", fd_);
+            RS_LOG(debug, "fd %d: peer gone, end of stream", fd());
             return static_cast<ssize_t>(total);
         }
         if (shut_rd_.load()) return static_cast<ssize_t>(total);  // ours, or another thread's
@@ -537,7 +537,7 @@ void Connection::note_late_arrivals() {
     if (rx_arrived_look() <= cut) return;
     if (peer_reset_.exchange(true)) return;
     pending_err_.store(ECONNRESET);
-    RS_LOG(debug, "fd %d: bytes arrived after our shutdown both ways: a reset, as TCP's", fd_);
+    RS_LOG(debug, "fd %d: bytes arrived after our shutdown both ways: a reset, as TCP's", fd());
     wake_local();
 }
 
@@ -584,7 +584,7 @@ void Connection::note_reader_state(bool sent_now) {
     if (peer_reset_.exchange(true)) return;
     const bool rst = st != RingControl::closed;  // aborted (died unread), gone, or a value no shim writes
     pending_err_.store(rst && !peer_fin ? ECONNRESET : EPIPE);
-    RS_LOG(debug, "fd %d: the peer's socket is gone (%s)", fd_, rst ? "reset" : "closed");
+    RS_LOG(debug, "fd %d: the peer's socket is gone (%s)", fd(), rst ? "reset" : "closed");
     wake_local();
 }
 
@@ -631,7 +631,7 @@ int Connection::take_kernel_error() {
     int e = 0;
     socklen_t len = sizeof e;
     const int saved = errno;
-    if (kernel_sockopt_get(fd_, SO_ERROR, &e, &len) != 0) e = 0;
+    if (kernel_sockopt_get(fd(), SO_ERROR, &e, &len) != 0) e = 0;
     errno = saved;
     return e;
 }
@@ -654,7 +654,7 @@ bool Connection::tcp_part_queued(size_t* left) {
     const uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
     const uint64_t got = tcp_rx_.load(std::memory_order_relaxed);
     if (at == RingControl::kNotSwitched || at < got) return false;
-    if (at > got && kernel_inq(fd_) < at - got) return false;
+    if (at > got && kernel_inq(fd()) < at - got) return false;
     if (left) *left = static_cast<size_t>(at - got);
     return true;
 }
@@ -682,7 +682,7 @@ void Connection::owe_again(int err) {
 // answers at once, so these never wait for it. Without the lock the ring is
 // walked (a look) instead of scanned.
 size_t Connection::readable_bytes() {
-    if (phase() == Phase::rv_accepted) return kernel_inq(fd_);
+    if (phase() == Phase::rv_accepted) return kernel_inq(fd());
     if (phase() != Phase::upgraded) return 0;
     if (rx_on_tcp()) {
         // Before the peer's switch offset: the TCP bytes up to it and, once all
@@ -690,7 +690,7 @@ size_t Connection::readable_bytes() {
         // waiting, and TCP counts every such byte (a count of the TCP part alone
         // held a reader that waits for FIONREAD to reach what was sent).
         size_t tcp_part = 0;
-        if (!tcp_part_queued(&tcp_part)) return kernel_inq(fd_);
+        if (!tcp_part_queued(&tcp_part)) return kernel_inq(fd());
         return tcp_part + std::min<uint64_t>(ring_readable(nullptr), rx_room());
     }
     return std::min<uint64_t>(ring_readable(nullptr), rx_room());  // nothing past our shutdown both ways
@@ -719,9 +719,9 @@ uint64_t Connection::arrivals() {
         // for EOF that saw only an empty queue missed a FIN behind unread bytes:
         // an edge-triggered reader waiting for it slept on, epoll_fuzz with the
         // switch deferred.)
-        size_t q = kernel_inq(fd_);
+        size_t q = kernel_inq(fd());
         int saved = errno;
-        pollfd p{fd_, POLLRDHUP, 0};
+        pollfd p{fd(), POLLRDHUP, 0};
         const bool fin = ops_.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
         errno = saved;
         // And what the peer already wrote past its switch: those bytes are new data

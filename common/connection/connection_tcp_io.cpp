@@ -32,11 +32,11 @@ ssize_t Connection::kernel_io(bool write, const iovec* iov, int iovcnt, int flag
     // One buffer (read, write, recv, send): the kernel's plain call, which
     // copies no msghdr in (a short connection makes several of these).
     if (iovcnt == 1)
-        return write ? ops_.send(fd_, iov[0].iov_base, iov[0].iov_len, flags) : ops_.recv(fd_, iov[0].iov_base, iov[0].iov_len, flags);
+        return write ? ops_.send(fd(), iov[0].iov_base, iov[0].iov_len, flags) : ops_.recv(fd(), iov[0].iov_base, iov[0].iov_len, flags);
     msghdr mh{};
     mh.msg_iov = const_cast<iovec*>(iov);
     mh.msg_iovlen = static_cast<size_t>(iovcnt);
-    return write ? ops_.sendmsg(fd_, &mh, flags) : ops_.recvmsg(fd_, &mh, flags);
+    return write ? ops_.sendmsg(fd(), &mh, flags) : ops_.recvmsg(fd(), &mh, flags);
 }
 
 ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) {
@@ -75,7 +75,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         // call: the shim's fcntl refuses a private dup of ours).
         if (!flags_read) {
             flags_read = true;
-            const long fl = raw_syscall(SYS_fcntl, fd_, F_GETFL);
+            const long fl = raw_syscall(SYS_fcntl, fd(), F_GETFL);
             if (fl >= 0 && (fl & O_NONBLOCK)) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;
@@ -93,7 +93,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
             errno = EAGAIN;
             return -1;
         }
-        pollfd p{fd_, static_cast<short>(write ? POLLOUT : POLLIN), 0};
+        pollfd p{fd(), static_cast<short>(write ? POLLOUT : POLLIN), 0};
         const int rc = sleep::poll(&p, 1, left, nullptr, since);
         if (rc < 0 && errno == EINTR) {
             if (total > 0) return static_cast<ssize_t>(total);
@@ -106,7 +106,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         // An error (a reset) after a part moved: TCP's call returns the count
         // and leaves the error, and SIGPIPE, to the next call; asking the socket
         // again would take them. (Bytes still queued are read first, as TCP does.)
-        if (rc > 0 && total > 0 && (p.revents & POLLERR) && (write || kernel_inq(fd_) == 0)) return static_cast<ssize_t>(total);
+        if (rc > 0 && total > 0 && (p.revents & POLLERR) && (write || kernel_inq(fd()) == 0)) return static_cast<ssize_t>(total);
         // Ready, or the deadline: the next look says which.
     }
 }
@@ -117,12 +117,12 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
 // ECONNRESET. So a socket with an error pending and nothing queued is not
 // asked: -1 with ECONNRESET, the error left for the program.
 ssize_t Connection::peek_tcp(void* buf, size_t n) {
-    pollfd p{fd_, 0, 0};  // POLLERR is reported whatever is asked
-    if (ops_.poll(&p, 1, 0) > 0 && (p.revents & POLLERR) && kernel_inq(fd_) == 0) {
+    pollfd p{fd(), 0, 0};  // POLLERR is reported whatever is asked
+    if (ops_.poll(&p, 1, 0) > 0 && (p.revents & POLLERR) && kernel_inq(fd()) == 0) {
         errno = ECONNRESET;
         return -1;
     }
-    return ops_.recv(fd_, buf, n, MSG_PEEK | MSG_DONTWAIT);
+    return ops_.recv(fd(), buf, n, MSG_PEEK | MSG_DONTWAIT);
 }
 
 }  // namespace rdmasock

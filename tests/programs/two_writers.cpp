@@ -15,7 +15,7 @@
 //   join     both threads finish, then the main thread closes
 //   close    one thread closes after its sends, the other may still be sending
 //   shut     one thread shuts down (SHUT_WR) after its sends, likewise
-//   midway   the main thread closes while both threads are sending
+//   midway   the main thread closes while both threads are sending (they send until one fails)
 // A writer stops once the socket is closed or shut (sends after that fail);
 // what each thread's sends accepted is what the reader must get, then EOF.
 // Prints one line per combination; tests/integration/two_writers.sh requires
@@ -111,7 +111,10 @@ void writer(int s, End end, int out) {
     WriterResult res{};
     auto body = [&](int t) {
         size_t off = 0;
-        for (int k = 0; k < kSends && !stop.load(); ++k) {
+        // midway: each thread sends until a send fails, as a program that learns of the
+        // close from its send's EBADF; its sends right after the close meet the close's
+        // own window (RDMASOCK_FAULT=close-pause widens it).
+        for (int k = 0; k < kSends && (end == End::midway || !stop.load()); ++k) {
             size_t left = kChunk;
             while (left > 0) {
                 ssize_t n = send(s, g_data[t].data() + off, left, MSG_NOSIGNAL);
@@ -266,6 +269,8 @@ std::string one_run(bool writer_connects, int nreaders, bool settled, End end) {
 int main(int argc, char** argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     const int runs = argc > 1 ? std::atoi(argv[1]) : 10;
+    // `two_writers RUNS midway`: only the closes while both threads send.
+    const bool only_midway = argc > 2 && std::strcmp(argv[2], "midway") == 0;
     for (int t = 0; t < 2; ++t) {
         g_data[t].resize(kPerThread);
         for (size_t i = 0; i < kPerThread; ++i) g_data[t][i] = seq(t, i);
@@ -275,6 +280,7 @@ int main(int argc, char** argv) {
         for (bool settled : {true, false})
             for (int nreaders : {1, 2})
                 for (End end : {End::join, End::close, End::shut, End::midway}) {
+                    if (only_midway && end != End::midway) continue;
                     int bad = 0;
                     std::string first;
                     for (int i = 0; i < runs; ++i) {

@@ -80,7 +80,7 @@ void before_replace(int oldfd, int newfd) {
     closing_kept(static_cast<unsigned>(newfd), static_cast<unsigned>(newfd));
     if (!tracked && !epoll_any()) return;
     cancel::Shield shield;
-    if (tracked) forget_fd(newfd);
+    if (tracked) forget_fd(newfd, true);  // closing until the kernel's dup2 returned (dup2's closed())
     else epoll_forget(newfd, false);  // an epoll set's fd, or a set's own eventfd, replaced
 }
 

@@ -7,8 +7,9 @@ namespace rdmasock::shim {
 
 // `fd` is about to stop naming its socket (close, dup2 over it, close_range,
 // fclose): drop its entry before the kernel frees the number. Safe for any fd.
-// for_close: close() calls FdTable::closed(fd) once the kernel's close returned;
-// until then data calls on the number answer EBADF (FdTable::take).
+// for_close: the caller (close, fclose, dup2/dup3 over it, close_range, closefrom)
+// calls FdTable::closed(fd) once the kernel's call returned; until then data calls
+// on the number answer EBADF (FdTable::take).
 void forget_fd(int fd, bool for_close = false);
 // The kernel has just handed out `fd` (socket, accept, dup, epoll_create): an
 // entry still under that number is a socket closed where the shim could not

@@ -42,12 +42,12 @@ FdTable::Slot* FdTable::slot(int fd, bool create) const {
 
 bool FdTable::contains(int fd) const {
     Slot* s = slot(fd, false);
-    return s && s->present.load(std::memory_order_relaxed);
+    return s && s->present.load(std::memory_order_acquire);
 }
 
 std::shared_ptr<Socket> FdTable::get(int fd) const {
     Slot* s = slot(fd, false);
-    if (!s || !s->present.load(std::memory_order_relaxed)) return nullptr;
+    if (!s || !s->present.load(std::memory_order_acquire)) return nullptr;
     SpinGuard g(s->lock);
     return s->sock;
 }
@@ -66,7 +66,7 @@ std::shared_ptr<Socket> FdTable::take(int fd, bool for_close) {
     if (!s || !s->present.load(std::memory_order_relaxed)) return nullptr;
     SpinGuard g(s->lock);
     if (for_close) s->closing.store(true, std::memory_order_relaxed);
-    s->present.store(false, std::memory_order_relaxed);
+    s->present.store(false, std::memory_order_release);  // after `closing`: a caller that sees it gone sees why
     return std::move(s->sock);
 }
 

@@ -27,13 +27,23 @@ using rdmasock::real::calls;
 
 namespace {
 
-// close_range/closefrom: every tracked socket in the range.
-void forget_range(unsigned first, unsigned last) {
-    if (first > last) return;
-    if (in_vfork_child()) return vfork_child_closing(first, last);
+// close_range/closefrom: every tracked socket in the range, each marked closing
+// until the kernel's call returned (closed_all; FdTable::take says why).
+std::vector<int> forget_range(unsigned first, unsigned last) {
+    if (first > last) return {};
+    if (in_vfork_child()) {
+        vfork_child_closing(first, last);
+        return {};
+    }
     cancel::Shield shield;  // as forget_fd's
-    for (int fd : fd_table().present_in(first, last)) forget_fd(fd);
+    std::vector<int> fds = fd_table().present_in(first, last);
+    for (int fd : fds) forget_fd(fd, true);
     epoll_forget_sets_in(first, last);
+    return fds;
+}
+
+void closed_all(const std::vector<int>& fds) {
+    for (int fd : fds) fd_table().closed(fd);
 }
 
 // The shim's own fds (common/own_fd.hpp) are numbers the program never opened:
@@ -101,7 +111,9 @@ int dup2(int oldfd, int newfd) {
     if (in_vfork_child()) vfork_child_dup(oldfd);  // (its fd table is its own: our numbers are not at stake)
     else if (is_own_fd(newfd)) return own_target(newfd);
     before_replace(oldfd, newfd);
-    return kept(track_dup(oldfd, calls().dup2(oldfd, newfd)));
+    const int r = calls().dup2(oldfd, newfd);
+    if (!in_vfork_child()) fd_table().closed(newfd);  // (a vfork child's table is its parent's)
+    return kept(track_dup(oldfd, r));
 }
 
 int dup3(int oldfd, int newfd, int flags) {
@@ -109,7 +121,9 @@ int dup3(int oldfd, int newfd, int flags) {
     if (in_vfork_child()) vfork_child_dup(oldfd);
     else if (is_own_fd(newfd)) return own_target(newfd);
     before_replace(oldfd, newfd);
-    return kept(track_dup(oldfd, calls().dup3(oldfd, newfd, flags)));
+    const int r = calls().dup3(oldfd, newfd, flags);
+    if (!in_vfork_child()) fd_table().closed(newfd);  // (a vfork child's table is its parent's)
+    return kept(track_dup(oldfd, r));
 }
 
 int close_range(unsigned first, unsigned last, int flags) {
@@ -117,25 +131,28 @@ int close_range(unsigned first, unsigned last, int flags) {
     // CLOSE_RANGE_CLOEXEC only marks the fds; unknown flags fail with EINVAL.
     if (flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) || first > last) return kept(real_close_range(first, last, flags));
     if (!(flags & (CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE))) closing_kept(first, last);
-    if (!(flags & CLOSE_RANGE_CLOEXEC)) forget_range(first, last);
+    const std::vector<int> forgotten = !(flags & CLOSE_RANGE_CLOEXEC) ? forget_range(first, last) : std::vector<int>{};
     if (in_vfork_child()) return kept(real_close_range(first, last, flags));
     // (With CLOSE_RANGE_UNSHARE the first stretch unshares the table, the others close in it.)
-    return kept(around_own_fds(first, last, own_fds_in(first, last),
-                               [flags](unsigned a, unsigned b) { return real_close_range(a, b, flags); }));
+    const int r = around_own_fds(first, last, own_fds_in(first, last),
+                                 [flags](unsigned a, unsigned b) { return real_close_range(a, b, flags); });
+    closed_all(forgotten);
+    return kept(r);
 }
 
 void closefrom(int lowfd) {
     const auto first = static_cast<unsigned>(lowfd);
     if (lowfd >= 0) closing_kept(first, UINT_MAX);
-    if (lowfd >= 0) forget_range(first, UINT_MAX);
+    const std::vector<int> forgotten = lowfd >= 0 ? forget_range(first, UINT_MAX) : std::vector<int>{};
     const std::vector<int> own = lowfd >= 0 && !in_vfork_child() ? own_fds_in(first, UINT_MAX) : std::vector<int>{};
-    if (own.empty()) {
-        if (calls().closefrom) return calls().closefrom(lowfd);
-        raw_syscall(SYS_close_range, lowfd, UINT_MAX, 0);
-        return;
-    }
     const int saved = errno;  // closefrom returns nothing and keeps errno
-    around_own_fds(first, UINT_MAX, own, [](unsigned a, unsigned b) { return real_close_range(a, b, 0); });
+    if (own.empty()) {
+        if (calls().closefrom) calls().closefrom(lowfd);
+        else raw_syscall(SYS_close_range, lowfd, UINT_MAX, 0);
+    } else {
+        around_own_fds(first, UINT_MAX, own, [](unsigned a, unsigned b) { return real_close_range(a, b, 0); });
+    }
+    closed_all(forgotten);
     errno = saved;
 }
 
@@ -147,7 +164,12 @@ int fclose(FILE* fp) {
         int saved = errno;
         int fd = fileno(fp);
         errno = saved;
-        if (fd >= 0 && fd_table().contains(fd) && !in_vfork_child()) forget_fd(fd);
+        if (fd >= 0 && fd_table().contains(fd) && !in_vfork_child()) {
+            forget_fd(fd, true);
+            const int r = calls().fclose(fp);
+            fd_table().closed(fd);
+            return kept(r);
+        }
     }
     return kept(calls().fclose(fp));
 }

@@ -13,12 +13,14 @@
 namespace rdmasock::shim {
 
 Connection* active(int fd, Call& call) {
-    if (!fd_table().contains(fd)) {
+    auto s = fd_table().contains(fd) ? fd_table().get(fd) : nullptr;
+    if (!s) {
+        // Not (or no longer: a close between the two looks) in the table: its
+        // close may not have reached the kernel yet (FdTable::take).
         call.closing = fd_table().closing(fd);
         return nullptr;
     }
-    auto s = fd_table().get(fd);
-    if (!s || !s->conn || s->conn->is_plain()) return nullptr;
+    if (!s->conn || s->conn->is_plain()) return nullptr;
     if (!s->enter()) {  // its last close began after our look
         call.closing = true;
         return nullptr;

@@ -65,6 +65,8 @@ const char* name(End e) {
 
 struct WriterResult {
     uint64_t accepted[2];
+    uint64_t partials[2];  // sends that accepted less than they were given (for the failure message)
+    int end_errno[2];      // what the send that stopped the thread said
 };
 struct ReaderResult {
     uint64_t got[2];
@@ -118,7 +120,11 @@ void writer(int s, End end, int out) {
             size_t left = kChunk;
             while (left > 0) {
                 ssize_t n = send(s, g_data[t].data() + off, left, MSG_NOSIGNAL);
-                if (n <= 0) break;
+                if (n <= 0) {
+                    res.end_errno[t] = n < 0 ? errno : 0;
+                    break;
+                }
+                if (static_cast<size_t>(n) < left) ++res.partials[t];
                 off += static_cast<size_t>(n);
                 left -= static_cast<size_t>(n);
             }
@@ -238,9 +244,14 @@ std::string one_run(bool writer_connects, int nreaders, bool settled, End end) {
             return msg;
         }
         if (rr.got[t] != wr.accepted[t]) {
-            snprintf(msg, sizeof msg, "writer %d: sends accepted %llu bytes, the reader got %llu (%+lld)", t,
-                     (unsigned long long)wr.accepted[t], (unsigned long long)rr.got[t],
-                     (long long)rr.got[t] - (long long)wr.accepted[t]);
+            snprintf(msg, sizeof msg,
+                     "writer %d: sends accepted %llu bytes, the reader got %llu (%+lld); both writers: accepted %llu "
+                     "%llu, got %llu %llu, partial sends %llu %llu, last errno %d %d",
+                     t, (unsigned long long)wr.accepted[t], (unsigned long long)rr.got[t],
+                     (long long)rr.got[t] - (long long)wr.accepted[t], (unsigned long long)wr.accepted[0],
+                     (unsigned long long)wr.accepted[1], (unsigned long long)rr.got[0], (unsigned long long)rr.got[1],
+                     (unsigned long long)wr.partials[0], (unsigned long long)wr.partials[1], wr.end_errno[0],
+                     wr.end_errno[1]);
             return msg;
         }
     }

@@ -106,6 +106,7 @@ void FdTable::forget_other_threads() {
         for (int i = 0; i < kChunk; ++i) {
             Slot& s = chunk[i];
             s.lock.store(false, std::memory_order_relaxed);
+            s.closing.store(false, std::memory_order_relaxed);  // its closing thread is not here to clear it
             if (s.present.load(std::memory_order_relaxed) && s.sock) s.sock->forget_other_threads();
         }
     }

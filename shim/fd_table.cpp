@@ -1,7 +1,12 @@
 #include "fd_table.hpp"
+#include "sys/raw_syscall.hpp"
 #include "sys/fork_lock.hpp"
 #include "sys/signal_seen.hpp"
 
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
 #include <mutex>
 #include <new>
 
@@ -57,7 +62,7 @@ void FdTable::put(int fd, std::shared_ptr<Socket> sock) {
     if (!s) return;  // beyond the table: the socket simply stays plain
     SpinGuard g(s->lock);
     s->sock = std::move(sock);
-    s->closing.store(false, std::memory_order_relaxed);  // a new socket under the number
+    s->closing.store(0, std::memory_order_relaxed);  // a new socket under the number
     s->present.store(true, std::memory_order_relaxed);
 }
 
@@ -65,19 +70,29 @@ std::shared_ptr<Socket> FdTable::take(int fd, bool for_close) {
     Slot* s = slot(fd, false);
     if (!s || !s->present.load(std::memory_order_relaxed)) return nullptr;
     SpinGuard g(s->lock);
-    if (for_close) s->closing.store(true, std::memory_order_relaxed);
+    if (for_close) {
+        const uint64_t ino = s->sock && s->sock->conn ? s->sock->conn->socket_inode() : 0;
+        s->closing.store(ino ? ino : 1, std::memory_order_relaxed);
+    }
     s->present.store(false, std::memory_order_release);  // after `closing`: a caller that sees it gone sees why
     return std::move(s->sock);
 }
 
 void FdTable::closed(int fd) {
     Slot* s = slot(fd, false);
-    if (s && s->closing.load(std::memory_order_relaxed)) s->closing.store(false, std::memory_order_release);
+    if (s && s->closing.load(std::memory_order_relaxed)) s->closing.store(0, std::memory_order_release);
 }
 
 bool FdTable::closing(int fd) const {
     const Slot* s = slot(fd, false);
-    return s && s->closing.load(std::memory_order_acquire);
+    const uint64_t ino = s ? s->closing.load(std::memory_order_acquire) : 0;
+    if (ino == 0) return false;
+    // Rare (a call racing a close): is the number still that socket? (errno kept)
+    const int saved = errno;
+    struct stat st {};
+    const bool same = raw_syscall(SYS_fstat, fd, &st) == 0 && (ino == 1 || st.st_ino == ino);
+    errno = saved;
+    return same;
 }
 
 std::vector<int> FdTable::present_in(unsigned first, unsigned last) const {
@@ -106,7 +121,7 @@ void FdTable::forget_other_threads() {
         for (int i = 0; i < kChunk; ++i) {
             Slot& s = chunk[i];
             s.lock.store(false, std::memory_order_relaxed);
-            s.closing.store(false, std::memory_order_relaxed);  // its closing thread is not here to clear it
+            s.closing.store(0, std::memory_order_relaxed);  // its closing thread is not here to clear it
             if (s.present.load(std::memory_order_relaxed) && s.sock) s.sock->forget_other_threads();
         }
     }

@@ -97,7 +97,8 @@ public:
     // close, the number answers EBADF to data calls (closing()): the kernel socket
     // still exists then, and a send that reached it would put bytes on the TCP
     // stream behind the ring. As the kernel orders a call that races a close:
-    // after it.
+    // after it. Only while the number still names that socket: a file another
+    // thread opened under the freed number before closed() is that file's.
     std::shared_ptr<Socket> take(int fd, bool for_close = false);
     void closed(int fd);
     bool closing(int fd) const;
@@ -115,7 +116,7 @@ private:
     struct Slot {
         std::atomic<bool> present{false};
         std::atomic<bool> lock{false};
-        std::atomic<bool> closing{false};  // take_for_close .. closed
+        std::atomic<uint64_t> closing{0};  // take(for_close) .. closed: the closing socket's inode (1: unknown)
         std::shared_ptr<Socket> sock;
     };
     Slot* slot(int fd, bool create) const;

@@ -73,7 +73,9 @@ bool find_socket(const sockaddr_storage& src, const sockaddr_storage& dst, Socke
     sockaddr_nl kernel{};
     kernel.nl_family = AF_NETLINK;
     bool ok = false;
-    if (::sendto(nl, &msg, sizeof msg, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) == sizeof msg) {
+    // The kernel's call, not the shim's interposer (which would look the number up
+    // in the program's fd table).
+    if (kernel::sendto(nl, &msg, sizeof msg, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) == sizeof msg) {
         alignas(nlmsghdr) char buf[1024];
         ssize_t n = kernel::recv(nl, buf, sizeof buf, 0);
         auto* h = reinterpret_cast<nlmsghdr*>(buf);

@@ -34,6 +34,9 @@ inline int getsockopt(int fd, int level, int opt, void* v, socklen_t* l) {
 }
 inline ssize_t sendmsg(int fd, const msghdr* m, int flags) { return raw_syscall(SYS_sendmsg, fd, m, flags); }
 inline ssize_t recvmsg(int fd, msghdr* m, int flags) { return raw_syscall(SYS_recvmsg, fd, m, flags); }
+inline ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* a, socklen_t l) {
+    return raw_syscall(SYS_sendto, fd, buf, n, flags, a, l);
+}
 inline ssize_t recv(int fd, void* buf, size_t n, int flags) {
     return raw_syscall(SYS_recvfrom, fd, buf, n, flags, nullptr, nullptr);
 }

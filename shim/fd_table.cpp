@@ -70,10 +70,8 @@ std::shared_ptr<Socket> FdTable::take(int fd, bool for_close) {
     Slot* s = slot(fd, false);
     if (!s || !s->present.load(std::memory_order_relaxed)) return nullptr;
     SpinGuard g(s->lock);
-    if (for_close) {
-        const uint64_t ino = s->sock && s->sock->conn ? s->sock->conn->socket_inode() : 0;
-        s->closing.store(ino ? ino : 1, std::memory_order_relaxed);
-    }
+    // Only a connection has a stream behind a ring to protect (a listener has none).
+    if (for_close && s->sock && s->sock->conn) s->closing.store(s->sock->conn->socket_inode(), std::memory_order_relaxed);
     s->present.store(false, std::memory_order_release);  // after `closing`: a caller that sees it gone sees why
     return std::move(s->sock);
 }
@@ -90,7 +88,7 @@ bool FdTable::closing(int fd) const {
     // Rare (a call racing a close): is the number still that socket? (errno kept)
     const int saved = errno;
     struct stat st {};
-    const bool same = raw_syscall(SYS_fstat, fd, &st) == 0 && (ino == 1 || st.st_ino == ino);
+    const bool same = raw_syscall(SYS_fstat, fd, &st) == 0 && st.st_ino == ino;
     errno = saved;
     return same;
 }

@@ -116,7 +116,7 @@ private:
     struct Slot {
         std::atomic<bool> present{false};
         std::atomic<bool> lock{false};
-        std::atomic<uint64_t> closing{0};  // take(for_close) .. closed: the closing socket's inode (1: unknown)
+        std::atomic<uint64_t> closing{0};  // take(for_close) .. closed: the closing connection's socket inode
         std::shared_ptr<Socket> sock;
     };
     Slot* slot(int fd, bool create) const;

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "sys/raw_syscall.hpp"
 #include "errno_keep.hpp"
@@ -26,6 +28,18 @@ using namespace rdmasock::shim;
 using rdmasock::real::calls;
 
 namespace {
+
+// RDMASOCK_FAULT=close-pause, read once from the environment: a close may come
+// before the shim's constructor (config() would build the configuration from
+// inside it), and no system call may be added to every close (a seccomp filter
+// may refuse it).
+bool close_pause() {
+    static const bool on = [] {
+        const char* v = getenv("RDMASOCK_FAULT");
+        return v && strcmp(v, "close-pause") == 0;
+    }();
+    return on;
+}
 
 // close_range/closefrom: every tracked socket in the range, each marked closing
 // until the kernel's call returned (closed_all; FdTable::take says why).
@@ -96,7 +110,7 @@ int close(int fd) {
         // Test-only: widen the window between the socket's forgetting and the
         // kernel's close, where another thread's send once reached the kernel
         // socket behind the ring (tests/integration/two_writers.sh).
-        if (fd_table().closing(fd) && config().fault == "close-pause") usleep(100 * 1000);
+        if (close_pause()) usleep(100 * 1000);
         const int r = calls().close(fd);
         fd_table().closed(fd);
         return kept(r);

@@ -56,6 +56,7 @@ void at_exit() {
 }
 
 __attribute__((constructor)) void init() {
+    if (g_config) return;  // config() ran it already (a call before the constructor)
     std::vector<std::string> errors;
     g_config = new Config(parse_config([](const char* n) { return std::getenv(n); }, errors));
     set_log_level(g_config->log_level);

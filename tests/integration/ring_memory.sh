@@ -11,6 +11,11 @@
 #      cgroup v1 or v2 with the memory controller); says so if not.
 #   d) the same cgroup, 500 connections that echo small lines (the issue's case): no kill, every
 #      byte (before windows: 2 MiB each, most stayed on TCP for want of memory).
+#   e) RDMASOCK_RING_SIZE=1G at both ends, 12 connections opened at once, each streaming in bulk
+#      both ways, so every window keeps asking to grow towards 1 GiB: no process killed, every
+#      byte; once on the host as it is, once with the client in a cgroup of 256 MiB. (Before the
+#      reservation was one step with the check, parallel connections all passed a check made
+#      before any had allocated, and the kernel OOM-killed the client.)
 export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
 . "$(dirname "${BASH_SOURCE[0]}")/helpers/lib.sh"
 it_need_python
@@ -65,6 +70,30 @@ else
     (( shm >= 1 )) || it_fail "aslimit: no connection got rings"
 fi
 
+# e) 1 GiB rings, connections in parallel: BULK_NAME N BYTES [PREFIX...] (the client under PREFIX)
+BULK="$ROOT/tests/integration/helpers/parallel_bulk.py"
+bulk_pair() {
+    local name=$1 n=$2 bytes=$3; shift 3
+    local port spid rc=0
+    port=$(it_free_port)
+    it_bg spid with_shim -t 300 env RDMASOCK_RING_SIZE=1G "$PYTHON" "$BULK" server "$port" "$n" \
+        2>"$IT_TMP/$name.server.err"
+    it_wait_listen "$port" "$spid" || return 1
+    with_shim -t 300 env RDMASOCK_LOG=info RDMASOCK_RING_SIZE=1G "$@" "$PYTHON" "$BULK" client "$port" "$n" "$bytes" \
+        >"$IT_TMP/$name.client.out" 2>"$IT_TMP/$name.client.err" || rc=$?
+    it_wait "$spid" || it_fail "$name: the server failed ($?): $(tail -3 "$IT_TMP/$name.server.err")"
+    it_log "$name: $(cat "$IT_TMP/$name.client.out") (client exit $rc); client connections on shm: $(grep -c "role=client transport=shm" "$IT_TMP/$name.client.err"), on tcp: $(grep -c "role=client transport=tcp" "$IT_TMP/$name.client.err")"
+    if (( rc == 137 )); then
+        it_fail "$name: the client was killed (SIGKILL: the OOM killer?)"
+    elif (( rc != 0 )); then
+        it_fail "$name: the client failed ($rc): $(tail -3 "$IT_TMP/$name.client.err")"
+    elif ! grep -q "^$n connections in parallel, $bytes bytes each way each, 0 wrong$" "$IT_TMP/$name.client.out"; then
+        it_fail "$name: not every byte came back right"
+    fi
+    return 0
+}
+bulk_pair bulk1g 12 $((64 << 20))
+
 # b) a memory cgroup
 CG=""
 make_memory_cgroup() { # LIMIT: sets CG to a new cgroup directory with that memory limit
@@ -86,6 +115,9 @@ make_memory_cgroup() { # LIMIT: sets CG to a new cgroup directory with that memo
     else
         return 1
     fi
+}
+set_memory_limit() { # LIMIT: of CG, made by make_memory_cgroup
+    if [[ -f $CG/memory.max ]]; then echo "$1" >"$CG/memory.max"; else echo "$1" >"$CG/memory.limit_in_bytes"; fi 2>/dev/null
 }
 it_on_exit 'if [[ -n "$CG" ]]; then rmdir "$CG" 2>/dev/null; fi'
 # The client in CG: NAME N; "" when it ran, else why not.
@@ -118,6 +150,12 @@ if make_memory_cgroup $((64 << 20)); then
         grep -q "500 connections held open, 1500 echoes, 0 wrong" "$IT_TMP/idle500.client.out" ||
             it_fail "idle500: not every echo came back right"
         it_log "idle500: client connections on shm: $(grep -c "role=client transport=shm" "$IT_TMP/idle500.client.err")"
+    fi
+    # e) again, the client in 256 MiB
+    if set_memory_limit $((256 << 20)); then
+        bulk_pair bulk1g-cgroup 12 $((32 << 20)) sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG"
+    else
+        it_fail "bulk1g-cgroup: cannot raise the cgroup's limit"
     fi
 else
     it_log "cgroup part not run: cannot create a memory cgroup here (not root, or no memory controller)"

@@ -30,7 +30,16 @@ std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err) {
     const uint64_t ring = memory_budget::capacity_for_new_rings(
         config.ring_bytes, [](uint64_t c) -> uint64_t { return 2 * c; }, config.ring_memory, err);
     if (ring == 0) return nullptr;
-    auto t = RdmaTransport::create(*dev, ring, faults, err);
+    // Registration pins both (RLIMIT_MEMLOCK): smaller while the pins do not fit.
+    uint64_t pinned_ring = ring;
+    while (pinned_ring > memory_budget::kMinRing && !memory_budget::memlock_allows(2 * pinned_ring)) pinned_ring /= 2;
+    if (!memory_budget::memlock_allows(2 * pinned_ring)) {
+        err = memory_budget::kMemlockShort;
+        return nullptr;
+    }
+    if (pinned_ring != ring) RS_LOG(info, "rdma: rings of %llu KiB, not %llu: RLIMIT_MEMLOCK",
+                                    static_cast<unsigned long long>(pinned_ring >> 10), static_cast<unsigned long long>(ring >> 10));
+    auto t = RdmaTransport::create(*dev, pinned_ring, faults, err);
     if (!t) return t;
     // The send-queue discipline's knobs, measured in docs/rdma-transport.md.
     if (!config.rdma_inline) t->limit_inline(0);

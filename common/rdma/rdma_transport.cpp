@@ -72,6 +72,12 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     t->publisher_.t = t.get();
 
     // Every object below has an owner in *t: an early return releases what exists.
+    // The registrations pin the ring, the ctrl and scratch blocks (RLIMIT_MEMLOCK).
+    if (!memory_budget::take_pinned(ring_bytes + 2 * kPage)) {
+        err = memory_budget::kMemlockShort;
+        return nullptr;
+    }
+    t->pinned_held_ = ring_bytes + 2 * kPage;
     if (!t->ring_.map(ring_bytes, t->dontfork_, "receive ring", err)) return nullptr;
     memory_budget::hold(ring_bytes);
     t->budget_held_ = ring_bytes;
@@ -231,6 +237,12 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
         return false;
     }
     mirror_bytes_ = remote.ring_bytes;
+    if (!memory_budget::take_pinned(mirror_bytes_)) {
+        err = std::string("the peer's ring of ") + std::to_string(mirror_bytes_ >> 10) +
+              " KiB needs a send mirror as large: " + memory_budget::kMemlockShort;
+        return false;
+    }
+    pinned_held_ += mirror_bytes_;
     if (!mirror_.map(mirror_bytes_, dontfork_, "send mirror", err, /*shared=*/true)) return false;
     memory_budget::hold(mirror_bytes_);
     budget_held_ += mirror_bytes_;
@@ -267,7 +279,10 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
 RdmaTransport::~RdmaTransport() {
     if (wake_ >= 0) close_own_fd(wake_);
     if (self_wake_ >= 0) close_own_fd(self_wake_);
-    if (pid_ == getpid()) memory_budget::release(budget_held_);
+    if (pid_ == getpid()) {
+        memory_budget::release(budget_held_);
+        memory_budget::release_pinned(pinned_held_);
+    }
     if (pid_ != getpid()) {
         // A forked child: every verbs object belongs to the parent, leave them
         // alone. The pages are a private copy on copy-on-fork kernels (the owners

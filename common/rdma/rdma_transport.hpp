@@ -236,6 +236,7 @@ private:
     MappedPages mirror_;
     uint64_t mirror_bytes_ = 0;
     uint64_t budget_held_ = 0;  // ring + mirror bytes counted in memory_budget::held_bytes()
+    uint64_t pinned_held_ = 0;  // bytes taken by memory_budget::take_pinned (registered or about to be)
     MappedPages ctrl_;
     MappedPages scratch_;
     ProtectionDomain pd_;  // this connection's own protection domain

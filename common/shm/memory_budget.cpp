@@ -3,7 +3,9 @@
 #include "sys/own_fd.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -133,6 +135,29 @@ bool as_allows_with(uint64_t pending, uint64_t need) {
     return address_space_share_ok(limit, vm_total(), g_mapped.load(std::memory_order_relaxed), pending, need);
 }
 
+std::atomic<uint64_t> g_pinned{0};  // RDMA pins of this process, taken before they register
+
+}  // namespace
+
+// The kernel skips the check with CAP_IPC_LOCK.
+uint64_t memlock_limit() {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3]{};
+    if (syscall(SYS_capget, &h, d) == 0 && (d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective & CAP_TO_MASK(CAP_IPC_LOCK)))
+        return UINT64_MAX;
+    return static_cast<uint64_t>(rl.rlim_cur);
+}
+
+namespace {
+
+// This process's pinned total (/proc/self/status VmPin), 0 if unknown.
+uint64_t pinned_total() {
+    uint64_t kb = 0;
+    return field(slurp("/proc/self/status"), "VmPin:", kb) ? kb * 1024 : 0;
+}
+
 }  // namespace
 
 MemoryView read_memory_view(const std::string& root) {
@@ -258,6 +283,32 @@ bool take_more(uint64_t bytes, uint64_t cap_setting) {
         if (g_held.compare_exchange_weak(held, held + bytes, std::memory_order_acq_rel)) return true;
     }
 }
+
+bool memlock_share_ok(uint64_t limit, uint64_t pinned, uint64_t shim_pinned, uint64_t need) {
+    const uint64_t app = pinned > shim_pinned ? pinned - shim_pinned : 0;
+    const uint64_t room = limit > app ? limit - app : 0;
+    return shim_pinned <= room / 4 && need <= room / 4 - shim_pinned;
+}
+
+bool memlock_allows(uint64_t bytes) {
+    const uint64_t limit = memlock_limit();
+    return limit == UINT64_MAX || memlock_share_ok(limit, pinned_total(), g_pinned.load(std::memory_order_relaxed), bytes);
+}
+
+bool take_pinned(uint64_t bytes) {
+    const uint64_t limit = memlock_limit();
+    if (limit == UINT64_MAX) {
+        g_pinned.fetch_add(bytes, std::memory_order_relaxed);
+        return true;
+    }
+    const uint64_t total = pinned_total();
+    for (uint64_t mine = g_pinned.load(std::memory_order_acquire);;) {
+        if (!memlock_share_ok(limit, total, mine, bytes)) return false;
+        if (g_pinned.compare_exchange_weak(mine, mine + bytes, std::memory_order_acq_rel)) return true;
+    }
+}
+
+void release_pinned(uint64_t bytes) { g_pinned.fetch_sub(bytes, std::memory_order_relaxed); }
 
 uint64_t held_bytes() { return g_held.load(std::memory_order_relaxed); }
 void hold(uint64_t bytes) { g_held.fetch_add(bytes, std::memory_order_relaxed); }

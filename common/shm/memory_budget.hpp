@@ -80,6 +80,28 @@ void mapped(int64_t delta);
 // the shim's part of it, reserved-but-not-mapped bytes, the new need.
 bool address_space_share_ok(uint64_t limit, uint64_t vm_total, uint64_t shim_mapped, uint64_t pending, uint64_t need);
 
+// RLIMIT_MEMLOCK: an RDMA registration pins its pages, and the kernel counts
+// every pin of the process (its pinned_vm: the shim's rings, and the
+// program's own registrations, io_uring buffers...) against RLIMIT_MEMLOCK,
+// unless the process has CAP_IPC_LOCK. The shim's pins, with `bytes` more,
+// stay within a quarter of what the program has left under that limit, so
+// that the program's own registrations keep the rest.
+//   memlock_allows: the check alone (sizing a ring before anything exists);
+//   take_pinned:    checked and counted as one step (concurrent connections
+//                   see each other's pins before any registered); false: it
+//                   does not fit, nothing taken. release_pinned gives it back.
+bool memlock_allows(uint64_t bytes);
+// RLIMIT_MEMLOCK as it applies to pins: UINT64_MAX with none or with CAP_IPC_LOCK.
+uint64_t memlock_limit();
+bool take_pinned(uint64_t bytes);
+void release_pinned(uint64_t bytes);
+// The share rule itself (unit-tested): the limit, the process's pinned total
+// (VmPin), the shim's part of it (taken, registered or about to be), the need.
+bool memlock_share_ok(uint64_t limit, uint64_t pinned_total, uint64_t shim_pinned, uint64_t need);
+// Why take_pinned refused, for the connection's reason.
+constexpr const char* kMemlockShort =
+    "not enough locked memory for rings (RLIMIT_MEMLOCK): the shim keeps to a quarter of what the program has left";
+
 // More memory for rings already set up (a writer's window grows,
 // shm_channel.hpp): the same rule as a new connection's, checked and taken
 // into held_bytes() as one step. False: it does not fit, nothing taken.

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <string>
 
+#include "shm/memory_budget.hpp"
 #include "doctor_checks.hpp"
 #include "rdma/rdma_device.hpp"
 #include "rdma/rdma_verbs_api.hpp"
@@ -62,17 +63,17 @@ void check_rdma(const Config& cfg, Checks& out) {
     }
 
     const uint64_t need = 2 * cfg.ring_bytes;  // one connection's two rings, registered (pinned)
-    rlimit rl{};
-    getrlimit(RLIMIT_MEMLOCK, &rl);
-    if (rl.rlim_cur == RLIM_INFINITY) {
-        out.push_back({Level::ok, "memlock", "unlimited (RDMA pins " + kib(need) + " per connection)"});
-    } else if (rl.rlim_cur >= need) {
-        out.push_back({Level::ok, "memlock", kib(rl.rlim_cur) + ": room for " + std::to_string(rl.rlim_cur / need) +
-                                                 " RDMA connection(s) of " + kib(need)});
+    // The shim keeps its pins to a quarter of the limit (memory_budget::take_pinned).
+    const uint64_t limit = memory_budget::memlock_limit();
+    if (limit == UINT64_MAX) {
+        out.push_back({Level::ok, "memlock", "unlimited or CAP_IPC_LOCK (RDMA pins " + kib(need) + " per connection)"});
+    } else if (limit / 4 >= need) {
+        out.push_back({Level::ok, "memlock", kib(limit) + ": the shim pins at most a quarter, room for " +
+                                                 std::to_string(limit / 4 / need) + " RDMA connection(s) of " + kib(need)});
     } else {
         out.push_back({Level::warn, "memlock",
-                       kib(rl.rlim_cur) + " is below the " + kib(need) +
-                           " one RDMA connection pins (2 x RDMASOCK_RING_SIZE); RDMA would fall back to TCP: "
+                       kib(limit) + ": a quarter of it (what the shim pins at most) is below the " + kib(need) +
+                           " one RDMA connection pins (2 x RDMASOCK_RING_SIZE); RDMA rings would be smaller, or TCP: "
                            "raise it (ulimit -l, memlock in /etc/security/limits.conf, LimitMEMLOCK= in systemd)"});
     }
 

@@ -30,10 +30,11 @@ std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err) {
     const uint64_t ring = memory_budget::capacity_for_new_rings(
         config.ring_bytes, [](uint64_t c) -> uint64_t { return 2 * c; }, config.ring_memory, err);
     if (ring == 0) return nullptr;
-    // Registration pins both (RLIMIT_MEMLOCK): smaller while the pins do not fit.
+    // Registration pins both, and two blocks (RLIMIT_MEMLOCK): smaller while the pins do not fit.
+    auto pins = [](uint64_t c) { return 2 * c + RdmaTransport::kBlocksPinned; };
     uint64_t pinned_ring = ring;
-    while (pinned_ring > memory_budget::kMinRing && !memory_budget::memlock_allows(2 * pinned_ring)) pinned_ring /= 2;
-    if (!memory_budget::memlock_allows(2 * pinned_ring)) {
+    while (pinned_ring > memory_budget::kMinRing && !memory_budget::memlock_allows(pins(pinned_ring))) pinned_ring /= 2;
+    if (!memory_budget::memlock_allows(pins(pinned_ring))) {
         err = memory_budget::kMemlockShort;
         return nullptr;
     }

@@ -73,11 +73,11 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
 
     // Every object below has an owner in *t: an early return releases what exists.
     // The registrations pin the ring, the ctrl and scratch blocks (RLIMIT_MEMLOCK).
-    if (!memory_budget::take_pinned(ring_bytes + 2 * kPage)) {
+    if (!memory_budget::take_pinned(ring_bytes + kBlocksPinned)) {
         err = memory_budget::kMemlockShort;
         return nullptr;
     }
-    t->pinned_held_ = ring_bytes + 2 * kPage;
+    t->pinned_held_ = ring_bytes + kBlocksPinned;
     if (!t->ring_.map(ring_bytes, t->dontfork_, "receive ring", err)) return nullptr;
     memory_budget::hold(ring_bytes);
     t->budget_held_ = ring_bytes;

@@ -97,6 +97,8 @@ public:
     // Returns nullptr with a reason in err on failure, having released everything.
     // inline_wanted: the max_inline_data asked for first (benchmarks ask for more
     // than kInlineWanted to sweep inline sizes; the device may give less).
+    // Pinned beside the ring and the mirror: the ctrl and scratch blocks (RLIMIT_MEMLOCK).
+    static constexpr uint64_t kBlocksPinned = 2 * 4096;
     static std::unique_ptr<RdmaTransport> create(RdmaDevice& dev, uint64_t ring_bytes, RdmaFaults faults,
                                                  std::string& err, uint32_t inline_wanted = kInlineWanted);
     ~RdmaTransport() override;

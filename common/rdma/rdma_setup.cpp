@@ -8,6 +8,7 @@
 #include "rdma/rdma_device.hpp"
 #include "rdma/rdma_params.hpp"
 #include "rdma/rdma_transport.hpp"
+#include "ring/ring_format.hpp"
 
 namespace rdmasock::rdma_setup {
 
@@ -21,27 +22,34 @@ RdmaDevice* device(const Config& config, RdmaFaults faults, std::string& err) {
     return dev;
 }
 
-std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err) {
+// `at_most`: the server's ring is no larger than the client's, whose send
+// mirror must hold it (both ends' pins then stay what the client sized).
+std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err, uint64_t at_most = UINT64_MAX) {
     const RdmaFaults faults = RdmaFaults::parse(config.fault);  // once per connection setup
     RdmaDevice* dev = device(config, faults, err);
     if (!dev) return nullptr;
     // Our receive ring and (sized like it, we expect) the send mirror of the
     // peer's: smaller, or TCP, rather than memory the program needs.
     const uint64_t ring = memory_budget::capacity_for_new_rings(
-        config.ring_bytes, [](uint64_t c) -> uint64_t { return 2 * c; }, config.ring_memory, err);
+        std::min(config.ring_bytes, at_most), [](uint64_t c) -> uint64_t { return 2 * c; }, config.ring_memory, err);
     if (ring == 0) return nullptr;
-    // Registration pins both, and two blocks (RLIMIT_MEMLOCK): smaller while the pins do not fit.
-    auto pins = [](uint64_t c) { return 2 * c + RdmaTransport::kBlocksPinned; };
+    // Registration pins both rings' worth and two blocks (RLIMIT_MEMLOCK): smaller
+    // while that does not fit. create() takes the pins in one step; a connection
+    // set up meanwhile may have taken them first: smaller again.
     uint64_t pinned_ring = ring;
-    while (pinned_ring > memory_budget::kMinRing && !memory_budget::memlock_allows(pins(pinned_ring))) pinned_ring /= 2;
-    if (!memory_budget::memlock_allows(pins(pinned_ring))) {
-        err = memory_budget::kMemlockShort;
-        return nullptr;
+    std::unique_ptr<RdmaTransport> t;
+    for (;;) {
+        while (pinned_ring > memory_budget::kMinRing &&
+               !memory_budget::memlock_allows(RdmaTransport::pins_for(pinned_ring)))
+            pinned_ring /= 2;
+        t = RdmaTransport::create(*dev, pinned_ring, faults, err);
+        if (t || err != memory_budget::kMemlockShort || pinned_ring <= memory_budget::kMinRing) break;
+        pinned_ring /= 2;
     }
+    if (!t) return t;
+    err.clear();  // a try that lost a race to another connection
     if (pinned_ring != ring) RS_LOG(info, "rdma: rings of %llu KiB, not %llu: RLIMIT_MEMLOCK",
                                     static_cast<unsigned long long>(pinned_ring >> 10), static_cast<unsigned long long>(ring >> 10));
-    auto t = RdmaTransport::create(*dev, pinned_ring, faults, err);
-    if (!t) return t;
     // The send-queue discipline's knobs, measured in docs/rdma-transport.md.
     if (!config.rdma_inline) t->limit_inline(0);
     t->set_signal_every(config.rdma_signal_every);
@@ -84,7 +92,7 @@ std::unique_ptr<Transport> accept(const Config& config, const std::vector<uint8_
                                   std::vector<uint8_t>& params, std::string& err) {
     RdmaParams remote;
     if (!decode_peer(client_params, remote, err)) return nullptr;
-    auto t = create(config, err);
+    auto t = create(config, err, ring::valid_capacity(remote.ring_bytes) ? remote.ring_bytes : UINT64_MAX);
     if (!t || !mirror_fits(config, remote, err) || !t->connect(remote, err)) return nullptr;
     params = encode(t->local_params());
     return t;

@@ -72,12 +72,15 @@ std::unique_ptr<RdmaTransport> RdmaTransport::create(RdmaDevice& dev, uint64_t r
     t->publisher_.t = t.get();
 
     // Every object below has an owner in *t: an early return releases what exists.
-    // The registrations pin the ring, the ctrl and scratch blocks (RLIMIT_MEMLOCK).
-    if (!memory_budget::take_pinned(ring_bytes + kBlocksPinned)) {
+    // The registrations pin the ring, the ctrl and scratch blocks and, once
+    // connected, a send mirror as large as the peer's ring, which we expect to
+    // be as large as ours: all taken now (RLIMIT_MEMLOCK), so that connections
+    // set up together see each other's mirrors; connect() settles the mirror's part.
+    if (!memory_budget::take_pinned(pins_for(ring_bytes))) {
         err = memory_budget::kMemlockShort;
         return nullptr;
     }
-    t->pinned_held_ = ring_bytes + kBlocksPinned;
+    t->pinned_held_ = pins_for(ring_bytes);
     if (!t->ring_.map(ring_bytes, t->dontfork_, "receive ring", err)) return nullptr;
     memory_budget::hold(ring_bytes);
     t->budget_held_ = ring_bytes;
@@ -237,12 +240,15 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
         return false;
     }
     mirror_bytes_ = remote.ring_bytes;
-    if (!memory_budget::take_pinned(mirror_bytes_)) {
-        err = std::string("the peer's ring of ") + std::to_string(mirror_bytes_ >> 10) +
-              " KiB needs a send mirror as large: " + memory_budget::kMemlockShort;
-        return false;
+    if (pinned_held_ > 0) {  // taken in create() with a mirror as large as our ring
+        if (mirror_bytes_ > ring_bytes_ && !memory_budget::take_pinned(mirror_bytes_ - ring_bytes_)) {
+            err = std::string("the peer's ring of ") + std::to_string(mirror_bytes_ >> 10) +
+                  " KiB needs a send mirror as large: " + memory_budget::kMemlockShort;
+            return false;
+        }
+        if (mirror_bytes_ < ring_bytes_) memory_budget::release_pinned(ring_bytes_ - mirror_bytes_);
+        pinned_held_ = pinned_held_ - ring_bytes_ + mirror_bytes_;
     }
-    pinned_held_ += mirror_bytes_;
     if (!mirror_.map(mirror_bytes_, dontfork_, "send mirror", err, /*shared=*/true)) return false;
     memory_budget::hold(mirror_bytes_);
     budget_held_ += mirror_bytes_;

@@ -97,8 +97,9 @@ public:
     // Returns nullptr with a reason in err on failure, having released everything.
     // inline_wanted: the max_inline_data asked for first (benchmarks ask for more
     // than kInlineWanted to sweep inline sizes; the device may give less).
-    // Pinned beside the ring and the mirror: the ctrl and scratch blocks (RLIMIT_MEMLOCK).
-    static constexpr uint64_t kBlocksPinned = 2 * 4096;
+    // What a connection with rings of `ring_bytes` at both ends pins (RLIMIT_MEMLOCK):
+    // the receive ring, a send mirror as large, the ctrl and scratch blocks.
+    static constexpr uint64_t pins_for(uint64_t ring_bytes) { return 2 * ring_bytes + 2 * 4096; }
     static std::unique_ptr<RdmaTransport> create(RdmaDevice& dev, uint64_t ring_bytes, RdmaFaults faults,
                                                  std::string& err, uint32_t inline_wanted = kInlineWanted);
     ~RdmaTransport() override;

@@ -287,7 +287,7 @@ bool take_more(uint64_t bytes, uint64_t cap_setting) {
 bool memlock_share_ok(uint64_t limit, uint64_t pinned, uint64_t shim_pinned, uint64_t need) {
     const uint64_t app = pinned > shim_pinned ? pinned - shim_pinned : 0;
     const uint64_t room = limit > app ? limit - app : 0;
-    return shim_pinned <= room / 4 && need <= room / 4 - shim_pinned;
+    return shim_pinned <= room / 2 && need <= room / 2 - shim_pinned;
 }
 
 bool memlock_allows(uint64_t bytes) {

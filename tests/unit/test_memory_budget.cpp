@@ -155,25 +155,25 @@ TEST_CASE("the shim's mappings keep to a quarter of the address space the progra
     CHECK_FALSE(address_space_share_ok(100 * MiB, 120 * MiB, 0, 0, 1));
 }
 
-TEST_CASE("the shim's pins keep to a quarter of the locked memory the program has left") {
-    // 64 MiB RLIMIT_MEMLOCK, the program pinned 24 MiB itself: 40 left, the shim may pin 10.
-    CHECK(memlock_share_ok(64 * MiB, 24 * MiB, 0, 10 * MiB));
-    CHECK_FALSE(memlock_share_ok(64 * MiB, 24 * MiB, 0, 10 * MiB + 1));
+TEST_CASE("the shim's pins keep to half of the locked memory the program has left") {
+    // 64 MiB RLIMIT_MEMLOCK, the program pinned 24 MiB itself: 40 left, the shim may pin 20.
+    CHECK(memlock_share_ok(64 * MiB, 24 * MiB, 0, 20 * MiB));
+    CHECK_FALSE(memlock_share_ok(64 * MiB, 24 * MiB, 0, 20 * MiB + 1));
     // The shim's own pins are in the total but not the program's: they count against the share.
-    CHECK(memlock_share_ok(64 * MiB, 30 * MiB, 6 * MiB, 4 * MiB));
-    CHECK_FALSE(memlock_share_ok(64 * MiB, 30 * MiB, 6 * MiB, 4 * MiB + 1));
+    CHECK(memlock_share_ok(64 * MiB, 30 * MiB, 6 * MiB, 14 * MiB));
+    CHECK_FALSE(memlock_share_ok(64 * MiB, 30 * MiB, 6 * MiB, 14 * MiB + 1));
     // Taken but not registered yet (not in the total): the program looks that much smaller
-    // (16 of 24 MiB: 48 left, a share of 12), but the shim's 8 still count against the share.
-    CHECK(memlock_share_ok(64 * MiB, 24 * MiB, 8 * MiB, 4 * MiB));
-    CHECK_FALSE(memlock_share_ok(64 * MiB, 24 * MiB, 8 * MiB, 4 * MiB + 1));
+    // (16 of 24 MiB: 48 left, a share of 24), but the shim's 8 still count against the share.
+    CHECK(memlock_share_ok(64 * MiB, 24 * MiB, 8 * MiB, 16 * MiB));
+    CHECK_FALSE(memlock_share_ok(64 * MiB, 24 * MiB, 8 * MiB, 16 * MiB + 1));
     // A program at its limit leaves nothing; a share already overdrawn stays refused.
     CHECK_FALSE(memlock_share_ok(8 * MiB, 8 * MiB, 0, 1));
-    CHECK_FALSE(memlock_share_ok(8 * MiB, 4 * MiB, 4 * MiB, 0 + 1));
+    CHECK_FALSE(memlock_share_ok(8 * MiB, 5 * MiB, 5 * MiB, 1));
 }
 
 TEST_CASE("pins are checked and taken as one step under a real RLIMIT_MEMLOCK") {
     // In a child: the limit lowered to 1 MiB and CAP_IPC_LOCK dropped (with it the kernel, and
-    // so the rule, would ignore the limit). 1 MiB left, nothing pinned: the shim may take 256 KiB.
+    // so the rule, would ignore the limit). 1 MiB left, nothing pinned: the shim may take 512 KiB.
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -184,13 +184,14 @@ TEST_CASE("pins are checked and taken as one step under a real RLIMIT_MEMLOCK") 
         if (syscall(SYS_capget, &h, d) != 0) _exit(11);
         d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &= ~CAP_TO_MASK(CAP_IPC_LOCK);
         if (syscall(SYS_capset, &h, d) != 0) _exit(12);
-        if (!memlock_allows(256 * 1024) || memlock_allows(256 * 1024 + 1)) _exit(1);
-        if (!take_pinned(200 * 1024)) _exit(2);
-        if (take_pinned(57 * 1024)) _exit(3);  // 257 KiB in all: over the quarter, nothing taken
-        if (!take_pinned(56 * 1024)) _exit(4);  // exactly the quarter
+        if (memlock_limit() != 1 * MiB) _exit(13);
+        if (!memlock_allows(512 * 1024) || memlock_allows(512 * 1024 + 1)) _exit(1);
+        if (!take_pinned(400 * 1024)) _exit(2);
+        if (take_pinned(113 * 1024)) _exit(3);  // 513 KiB in all: over the half, nothing taken
+        if (!take_pinned(112 * 1024)) _exit(4);  // exactly the half
         if (memlock_allows(1)) _exit(5);
-        release_pinned(256 * 1024);
-        if (!memlock_allows(256 * 1024)) _exit(6);
+        release_pinned(512 * 1024);
+        if (!memlock_allows(512 * 1024)) _exit(6);
         _exit(0);
     }
     int st = 0;

@@ -63,16 +63,16 @@ void check_rdma(const Config& cfg, Checks& out) {
     }
 
     const uint64_t need = 2 * cfg.ring_bytes;  // one connection's two rings, registered (pinned)
-    // The shim keeps its pins to a quarter of the limit (memory_budget::take_pinned).
+    // The shim keeps its pins to half of the limit (memory_budget::take_pinned).
     const uint64_t limit = memory_budget::memlock_limit();
     if (limit == UINT64_MAX) {
         out.push_back({Level::ok, "memlock", "unlimited or CAP_IPC_LOCK (RDMA pins " + kib(need) + " per connection)"});
-    } else if (limit / 4 >= need) {
-        out.push_back({Level::ok, "memlock", kib(limit) + ": the shim pins at most a quarter, room for " +
-                                                 std::to_string(limit / 4 / need) + " RDMA connection(s) of " + kib(need)});
+    } else if (limit / 2 >= need) {
+        out.push_back({Level::ok, "memlock", kib(limit) + ": the shim pins at most half, room for " +
+                                                 std::to_string(limit / 2 / need) + " RDMA connection(s) of " + kib(need)});
     } else {
         out.push_back({Level::warn, "memlock",
-                       kib(limit) + ": a quarter of it (what the shim pins at most) is below the " + kib(need) +
+                       kib(limit) + ": half of it (what the shim pins at most) is below the " + kib(need) +
                            " one RDMA connection pins (2 x RDMASOCK_RING_SIZE); RDMA rings would be smaller, or TCP: "
                            "raise it (ulimit -l, memlock in /etc/security/limits.conf, LimitMEMLOCK= in systemd)"});
     }

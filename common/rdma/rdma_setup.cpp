@@ -38,13 +38,11 @@ std::unique_ptr<RdmaTransport> create(const Config& config, std::string& err, ui
     // set up meanwhile may have taken them first: smaller again.
     uint64_t pinned_ring = ring;
     std::unique_ptr<RdmaTransport> t;
-    for (;;) {
-        while (pinned_ring > memory_budget::kMinRing &&
-               !memory_budget::memlock_allows(RdmaTransport::pins_for(pinned_ring)))
-            pinned_ring /= 2;
+    for (;; pinned_ring /= 2) {
+        const bool smallest = pinned_ring <= memory_budget::kMinRing;
+        if (!smallest && !memory_budget::memlock_allows(RdmaTransport::pins_for(pinned_ring))) continue;
         t = RdmaTransport::create(*dev, pinned_ring, faults, err);
-        if (t || err != memory_budget::kMemlockShort || pinned_ring <= memory_budget::kMinRing) break;
-        pinned_ring /= 2;
+        if (t || err != memory_budget::kMemlockShort || smallest) break;
     }
     if (!t) return t;
     err.clear();  // a try that lost a race to another connection

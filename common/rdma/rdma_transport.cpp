@@ -240,15 +240,14 @@ bool RdmaTransport::connect(const RdmaParams& remote, std::string& err) {
         return false;
     }
     mirror_bytes_ = remote.ring_bytes;
-    if (pinned_held_ > 0) {  // taken in create() with a mirror as large as our ring
-        if (mirror_bytes_ > ring_bytes_ && !memory_budget::take_pinned(mirror_bytes_ - ring_bytes_)) {
-            err = std::string("the peer's ring of ") + std::to_string(mirror_bytes_ >> 10) +
-                  " KiB needs a send mirror as large: " + memory_budget::kMemlockShort;
-            return false;
-        }
-        if (mirror_bytes_ < ring_bytes_) memory_budget::release_pinned(ring_bytes_ - mirror_bytes_);
-        pinned_held_ = pinned_held_ - ring_bytes_ + mirror_bytes_;
+    // create() took the pins of a mirror as large as our ring: settle the difference.
+    if (mirror_bytes_ > ring_bytes_ && !memory_budget::take_pinned(mirror_bytes_ - ring_bytes_)) {
+        err = std::string("the peer's ring of ") + std::to_string(mirror_bytes_ >> 10) +
+              " KiB needs a send mirror as large: " + memory_budget::kMemlockShort;
+        return false;
     }
+    if (mirror_bytes_ < ring_bytes_) memory_budget::release_pinned(ring_bytes_ - mirror_bytes_);
+    pinned_held_ = pinned_held_ - ring_bytes_ + mirror_bytes_;
     if (!mirror_.map(mirror_bytes_, dontfork_, "send mirror", err, /*shared=*/true)) return false;
     memory_budget::hold(mirror_bytes_);
     budget_held_ += mirror_bytes_;

@@ -99,7 +99,7 @@ public:
     // than kInlineWanted to sweep inline sizes; the device may give less).
     // What a connection with rings of `ring_bytes` at both ends pins (RLIMIT_MEMLOCK):
     // the receive ring, a send mirror as large, the ctrl and scratch blocks.
-    static constexpr uint64_t pins_for(uint64_t ring_bytes) { return 2 * ring_bytes + 2 * 4096; }
+    static constexpr uint64_t pins_for(uint64_t ring_bytes) { return 2 * ring_bytes + 2 * 4096; }  // blocks: a page each
     static std::unique_ptr<RdmaTransport> create(RdmaDevice& dev, uint64_t ring_bytes, RdmaFaults faults,
                                                  std::string& err, uint32_t inline_wanted = kInlineWanted);
     ~RdmaTransport() override;

@@ -21,19 +21,31 @@ export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which c
 it_need_python
 HELD="$ROOT/tests/integration/helpers/held_connections.py"
 
-# run_pair NAME N [PREFIX...]: server and client of N held connections, both shimmed; the client
-# runs under PREFIX (e.g. a cgroup entry). Returns the client's exit status.
+# run_pair NAME N [PREFIX...]: server and client of N connections, both shimmed, of the helper
+# HELPER (default held_connections.py; the client gets HELD_BYTES as its last argument), the
+# server under SERVER_ENV (VAR=VALUE, optional); the client runs under PREFIX (variables, a
+# cgroup entry). Returns the client's exit status.
 run_pair() {
     local name=$1 n=$2; shift 2
-    local port spid rc=0
+    local port spid rc=0 helper=${HELPER:-$HELD}
     port=$(it_free_port)
-    it_bg spid with_shim -t 240 "$PYTHON" "$HELD" server "$port" "$n" 2>"$IT_TMP/$name.server.err"
+    it_bg spid with_shim -t 240 env ${SERVER_ENV:-} "$PYTHON" "$helper" server "$port" "$n" 2>"$IT_TMP/$name.server.err"
     it_wait_listen "$port" "$spid" || return 1
-    with_shim -t 240 env RDMASOCK_LOG=info "$@" "$PYTHON" "$HELD" client "$port" "$n" ${HELD_BYTES:-} \
+    with_shim -t 240 env RDMASOCK_LOG=info "$@" "$PYTHON" "$helper" client "$port" "$n" ${HELD_BYTES:-} \
         >"$IT_TMP/$name.client.out" 2>"$IT_TMP/$name.client.err" || rc=$?
     it_wait "$spid" || it_fail "$name: the server failed: $(tail -3 "$IT_TMP/$name.server.err")"
     it_log "$name: $(cat "$IT_TMP/$name.client.out") (client exit $rc)"
     return "$rc"
+}
+
+# client_ran NAME RC: fails the test with what RC says (a kill, a failure); true when RC is 0.
+client_ran() {
+    if (( $2 == 137 )); then
+        it_fail "$1: the client was killed (SIGKILL: the OOM killer?)"
+    elif (( $2 != 0 )); then
+        it_fail "$1: the client failed ($2): $(tail -3 "$IT_TMP/$1.client.err")"
+    fi
+    (( $2 == 0 ))
 }
 
 # The client's stats: both transports present, and every TCP one says it was memory.
@@ -70,27 +82,15 @@ else
     (( shm >= 1 )) || it_fail "aslimit: no connection got rings"
 fi
 
-# e) 1 GiB rings, connections in parallel: BULK_NAME N BYTES [PREFIX...] (the client under PREFIX)
+# e) 1 GiB rings, connections in parallel: NAME N BYTES [PREFIX...] (the client under PREFIX)
 BULK="$ROOT/tests/integration/helpers/parallel_bulk.py"
 bulk_pair() {
-    local name=$1 n=$2 bytes=$3; shift 3
-    local port spid rc=0
-    port=$(it_free_port)
-    it_bg spid with_shim -t 300 env RDMASOCK_RING_SIZE=1G "$PYTHON" "$BULK" server "$port" "$n" \
-        2>"$IT_TMP/$name.server.err"
-    it_wait_listen "$port" "$spid" || return 1
-    with_shim -t 300 env RDMASOCK_LOG=info RDMASOCK_RING_SIZE=1G "$@" "$PYTHON" "$BULK" client "$port" "$n" "$bytes" \
-        >"$IT_TMP/$name.client.out" 2>"$IT_TMP/$name.client.err" || rc=$?
-    it_wait "$spid" || it_fail "$name: the server failed ($?): $(tail -3 "$IT_TMP/$name.server.err")"
-    it_log "$name: $(cat "$IT_TMP/$name.client.out") (client exit $rc); client connections on shm: $(grep -c "role=client transport=shm" "$IT_TMP/$name.client.err"), on tcp: $(grep -c "role=client transport=tcp" "$IT_TMP/$name.client.err")"
-    if (( rc == 137 )); then
-        it_fail "$name: the client was killed (SIGKILL: the OOM killer?)"
-    elif (( rc != 0 )); then
-        it_fail "$name: the client failed ($rc): $(tail -3 "$IT_TMP/$name.client.err")"
-    elif ! grep -q "^$n connections in parallel, $bytes bytes each way each, 0 wrong$" "$IT_TMP/$name.client.out"; then
+    local name=$1 n=$2 bytes=$3 rc=0; shift 3
+    HELPER=$BULK SERVER_ENV=RDMASOCK_RING_SIZE=1G HELD_BYTES=$bytes run_pair "$name" "$n" RDMASOCK_RING_SIZE=1G "$@" || rc=$?
+    it_log "$name: client connections on shm: $(grep -c "role=client transport=shm" "$IT_TMP/$name.client.err"), on tcp: $(grep -c "role=client transport=tcp" "$IT_TMP/$name.client.err")"
+    client_ran "$name" "$rc" || return 0
+    grep -q "^$n connections in parallel, $bytes bytes each way each, 0 wrong$" "$IT_TMP/$name.client.out" ||
         it_fail "$name: not every byte came back right"
-    fi
-    return 0
 }
 bulk_pair bulk1g 12 $((64 << 20))
 
@@ -124,11 +124,7 @@ it_on_exit 'if [[ -n "$CG" ]]; then rmdir "$CG" 2>/dev/null; fi'
 cgroup_pair() {
     local rc=0
     run_pair "$1" "$2" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" || rc=$?
-    if (( rc == 137 )); then
-        it_fail "$1: the client was killed (SIGKILL: the OOM killer?)"
-    elif (( rc != 0 )); then
-        it_fail "$1: the client failed ($rc): $(tail -3 "$IT_TMP/$1.client.err")"
-    fi
+    client_ran "$1" "$rc"
     return "$rc"
 }
 if make_memory_cgroup $((64 << 20)); then

@@ -13,7 +13,8 @@
 #      byte (before windows: 2 MiB each, most stayed on TCP for want of memory).
 #   e) RDMASOCK_RING_SIZE=1G at both ends, 12 connections opened at once, each streaming in bulk
 #      both ways, so every window keeps asking to grow towards 1 GiB: no process killed, every
-#      byte; once on the host as it is, once with the client in a cgroup of 256 MiB. (Before the
+#      byte, and the same client transcript as over plain TCP (run first, under the same limits);
+#      once on the host as it is, once with the client in a cgroup of 256 MiB. (Before the
 #      reservation was one step with the check, parallel connections all passed a check made
 #      before any had allocated, and the kernel OOM-killed the client.)
 export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which connections reach the rings, and when
@@ -21,17 +22,17 @@ export RDMASOCK_SHM_AFTER_US=0  # the switch at once: this suite asserts which c
 it_need_python
 HELD="$ROOT/tests/integration/helpers/held_connections.py"
 
-# run_pair NAME N [PREFIX...]: server and client of N connections, both shimmed, of the helper
-# HELPER (default held_connections.py; the client gets HELD_BYTES as its last argument), the
-# server under SERVER_ENV (VAR=VALUE, optional); the client runs under PREFIX (variables, a
-# cgroup entry). Returns the client's exit status.
+# run_pair NAME N [PREFIX...]: server and client of N connections, both shimmed (RUNNER=without_shim:
+# both plain), of the helper HELPER (default held_connections.py; the client gets HELD_BYTES as its
+# last argument), the server under SERVER_ENV (VAR=VALUE, optional); the client runs under PREFIX
+# (variables, a cgroup entry). Returns the client's exit status.
 run_pair() {
     local name=$1 n=$2; shift 2
-    local port spid rc=0 helper=${HELPER:-$HELD}
+    local port spid rc=0 helper=${HELPER:-$HELD} runner=${RUNNER:-with_shim}
     port=$(it_free_port)
-    it_bg spid with_shim -t 240 env ${SERVER_ENV:-} "$PYTHON" "$helper" server "$port" "$n" 2>"$IT_TMP/$name.server.err"
+    it_bg spid "$runner" -t 240 env ${SERVER_ENV:-} "$PYTHON" "$helper" server "$port" "$n" 2>"$IT_TMP/$name.server.err"
     it_wait_listen "$port" "$spid" || return 1
-    with_shim -t 240 env RDMASOCK_LOG=info "$@" "$PYTHON" "$helper" client "$port" "$n" ${HELD_BYTES:-} \
+    "$runner" -t 240 env RDMASOCK_LOG=info "$@" "$PYTHON" "$helper" client "$port" "$n" ${HELD_BYTES:-} \
         >"$IT_TMP/$name.client.out" 2>"$IT_TMP/$name.client.err" || rc=$?
     it_wait "$spid" || it_fail "$name: the server failed: $(tail -3 "$IT_TMP/$name.server.err")"
     it_log "$name: $(cat "$IT_TMP/$name.client.out") (client exit $rc)"
@@ -86,11 +87,17 @@ fi
 BULK="$ROOT/tests/integration/helpers/parallel_bulk.py"
 bulk_pair() {
     local name=$1 n=$2 bytes=$3 rc=0; shift 3
+    # Over plain TCP first, under the same PREFIX: the transcript the shimmed run must match.
+    RUNNER=without_shim HELPER=$BULK SERVER_ENV=RDMASOCK_RING_SIZE=1G HELD_BYTES=$bytes \
+        run_pair "$name-tcp" "$n" RDMASOCK_RING_SIZE=1G "$@" || rc=$?
+    client_ran "$name-tcp" "$rc" || return 0
     HELPER=$BULK SERVER_ENV=RDMASOCK_RING_SIZE=1G HELD_BYTES=$bytes run_pair "$name" "$n" RDMASOCK_RING_SIZE=1G "$@" || rc=$?
     it_log "$name: client connections on shm: $(grep -c "role=client transport=shm" "$IT_TMP/$name.client.err"), on tcp: $(grep -c "role=client transport=tcp" "$IT_TMP/$name.client.err")"
     client_ran "$name" "$rc" || return 0
     grep -q "^$n connections in parallel, $bytes bytes each way each, 0 wrong$" "$IT_TMP/$name.client.out" ||
         it_fail "$name: not every byte came back right"
+    diff "$IT_TMP/$name-tcp.client.out" "$IT_TMP/$name.client.out" >/dev/null ||
+        it_fail "$name: the client's transcript differs from plain TCP's: $(cat "$IT_TMP/$name-tcp.client.out") / $(cat "$IT_TMP/$name.client.out")"
 }
 bulk_pair bulk1g 12 $((64 << 20))
 

@@ -93,7 +93,7 @@ struct EpollSet {
     std::atomic<bool> retired{false};  // its fd was closed (read by the sets that hold it without its lock)
     std::unordered_map<int, Interest> fds;
     // What every wait looks at: hot ring-driven interests, and those whose
-    // socket may still change phase (not connected yet, negotiating).
+    // socket may still change phase with no bell to say so (needs_watch).
     std::vector<std::pair<int, uint64_t>> watch;
     size_t cold = 0;
     uint64_t next_id = 1;
@@ -150,8 +150,22 @@ bool ring_driven(const Interest& in) { return in.sock->conn && !in.sock->conn->k
 // Plain for good: the kernel answers, nothing of ours can change that.
 bool settled_plain(const Interest& in) { return in.sock->conn && in.sock->conn->is_plain(); }
 
+// Whether every wait must look at it (EpollSet::watch). Not a cold one (its
+// doorbell or socket reports it), nor one plain for good, nor one the kernel
+// answers for whose phase was read after the set's bell was in place
+// (watch_phase): a move to the rings rings the bell, which relists it
+// (warm_phase_watchers) before the set sleeps again. So a server whose
+// connections are all still on TCP (short ones, before the switch) waits as
+// the kernel's set alone, without a scan of them at every call.
+bool needs_watch(const Interest& in) {
+    if (in.cold) return false;
+    if (in.ring_driven || !in.sock->conn) return true;  // no conn yet: connect() rings nothing
+    if (settled_plain(in)) return false;
+    return !in.bell_watched || ring_driven(in);
+}
+
 void list(EpollSet& set, Interest& in) {
-    if (in.listed || in.cold || (settled_plain(in) && !in.ring_driven)) return;
+    if (in.listed || !needs_watch(in)) return;
     in.listed = true;
     in.idle = 0;
     set.watch.emplace_back(in.fd, in.id);
@@ -302,8 +316,11 @@ void warm(EpollSet& set, Interest& in, bool relist, Connection::News news = Conn
 // would reach it never; warmed, the scan looks at it under the new phase and
 // registers its doorbell before the set sleeps again.
 void warm_phase_watchers(EpollSet& set) {
-    for (auto& [fd, in] : set.fds)
-        if (in.cold && in.bell_watched) warm(set, in, true);
+    for (auto& [fd, in] : set.fds) {
+        if (!in.bell_watched) continue;
+        if (in.cold) warm(set, in, true);
+        else list(set, in);  // one the kernel answered for (needs_watch): on the rings now?
+    }
 }
 
 enum class Cool { cold, ready, armed, in_flight };
@@ -360,7 +377,7 @@ void settle_arm(SleepArm& a) {
     a.sock->conn->disarm(a.token);
 }
 
-// Drops watch entries of interests gone, cold, or plain for good.
+// Drops watch entries of interests gone or that no wait must look at (needs_watch).
 void prune(EpollSet& set) {
     std::erase_if(set.watch, [&](const std::pair<int, uint64_t>& w) {
         auto it = set.fds.find(w.first);
@@ -368,8 +385,8 @@ void prune(EpollSet& set) {
         Interest& in = it->second;
         // Settled: its sleepers wait on doorbells, which the way back rings.
         if (in.bell_watched && !Connection::phase_may_change(in.sock->conn->phase())) unwatch_phase(set, in);
-        if (!in.listed || in.cold) return true;
-        if (settled_plain(in) && !in.ring_driven) return in.listed = false, true;
+        if (!in.listed) return true;
+        if (!needs_watch(in)) return in.listed = false, true;
         return false;
     });
 }
@@ -454,6 +471,7 @@ Exposed expose_locked(EpollSet& set, int depth) {
             if (in.listed) sync_kernel(set.epfd, fd, in, 0);
             continue;
         }
+        list(set, in);  // moved to the rings unwatched (needs_watch): one left hot is the waits' to look at
         SleepArm held;
         int64_t cap = -1;
         switch (cool(set, set.epfd, fd, in, &held, &cap)) {
@@ -949,6 +967,19 @@ bool has_ours(const epoll_event* k, int nk) {
     return false;
 }
 
+// A member in the kernel's answer that moved to the rings since the set last
+// looked (needs_watch let it go): its socket's event speaks of TCP, which no
+// longer carries its bytes, and its bell may not have fit in the answer. The
+// engine's take_kernel reports it from the rings instead.
+bool has_moved(EpollSet& set, const epoll_event* k, int nk) {
+    for (int i = 0; i < nk; ++i) {
+        if ((k[i].data.u64 & kTagMask) != kTag) continue;
+        auto it = set.fds.find(static_cast<int>(k[i].data.u64 & ~kTagMask));
+        if (it != set.fds.end() && ring_driven(it->second) != it->second.ring_driven) return true;
+    }
+    return false;
+}
+
 // Kernel events of a set with nothing ring-driven, hot or cold, and no event of
 // ours among them (has_ours): the kernel answers; we restore data words.
 int translate(EpollSet& set, epoll_event* k, int nk, epoll_event* out, int max) {
@@ -1210,7 +1241,8 @@ int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const s
             // of the answer: the engine takes the events, and asks the kernel again
             // for the slots ours took (EpollWait::check). Taken here, they left an
             // answer short of min(maxevents, ready) (epoll_fuzz, late pass, seed 225).
-            if (!set->watch.empty() || set->cold != 0 || !set->nested.empty() || has_ours(k.data(), nk)) {
+            if (!set->watch.empty() || set->cold != 0 || !set->nested.empty() || has_ours(k.data(), nk) ||
+                has_moved(*set, k.data(), nk)) {
                 lk.unlock();
                 return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, nk);
             }

@@ -13,7 +13,9 @@
 // it has traffic, and "cold" once idle: armed, its doorbell drain owned by the
 // set, and looked at again only when the kernel reports its eventfd or TCP
 // socket. So epoll_wait over 10,000 idle connections costs what the ready ones
-// cost (docs/waiting.md).
+// cost (docs/waiting.md). One still on TCP whose move to the rings rings the
+// set's bell is looked at by no wait until it moves: a set of such connections
+// waits as the kernel's set alone.
 //
 // Nesting: a set's fd watched through the kernel (poll/select on it, or a set
 // that holds it) is "exposed" first, so that the kernel's readiness of that fd

@@ -13,7 +13,8 @@
 # Needs haproxy, nginx and ab (apache2-utils). Fails (exit 1) if a request failed or a server
 # did not come up.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 rounds=${1:-3}; shift || true
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "haproxy_short.sh: ROUNDS must be a positive integer (got '$rounds')" >&2; exit 2; }
 [[ $# -gt 0 ]] || set -- "shim=$(readlink -f build/librdmasock.so)"
@@ -21,22 +22,14 @@ N=${AB_N:-20000} C=${AB_C:-20}
 for x in haproxy nginx ab; do command -v $x >/dev/null || { echo "haproxy_short.sh: $x not found (apt-get install haproxy nginx apache2-utils)" >&2; exit 1; }; done
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 mkdir -p "$d/www" "$d/logs"; printf '0123456789' >"$d/www/ten"
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+. "$here/short-lib.sh"
 up() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 declare -A results
 bad=0
 one() {  # label lib[,VAR=VALUE...]
     local P H; P=$(free_port); H=$(free_port)
-    local pre=(env -u LD_PRELOAD)
-    if [[ -n $2 ]]; then IFS=, read -ra kv <<<"$2"; pre=(env LD_PRELOAD="${kv[0]}" "${kv[@]:1}"); fi
-    local user=""; [[ $(id -u) -eq 0 ]] && user="user root;"
-    cat >"$d/nginx.conf" <<CONF
-$user
-worker_processes 1; daemon off; error_log $d/logs/error.log warn; pid $d/nginx.pid;
-events { worker_connections 4096; }
-http { access_log off; client_body_temp_path $d/cbt; proxy_temp_path $d/pt; fastcgi_temp_path $d/ft;
-  uwsgi_temp_path $d/ut; scgi_temp_path $d/st; server { listen 127.0.0.1:$P; root $d/www; } }
-CONF
+    row_env "$2"; local pre=("${PRE[@]}")
+    nginx_conf "$d" "$P"
     cat >"$d/haproxy.cfg" <<CONF
 global
   maxconn 4096

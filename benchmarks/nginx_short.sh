@@ -11,26 +11,19 @@
 # and the given variables (or neither, for tcp). Prints requests/s and the mean time per request.
 # Needs nginx and ab (apache2-utils).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 rounds=${1:-3}; shift || true
 [[ $# -gt 0 ]] || set -- "shim=$(readlink -f build/librdmasock.so)"
 N=${AB_N:-5000} C=${AB_C:-20}
 for x in nginx ab; do command -v $x >/dev/null || { echo "nginx_short.sh: $x not found"; exit 1; }; done
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 mkdir -p "$d/www" "$d/logs"; printf '0123456789' >"$d/www/ten"
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+. "$here/short-lib.sh"
 one() {  # label lib[,VAR=VALUE...]
     local P; P=$(free_port)
-    local pre=(env -u LD_PRELOAD)
-    if [[ -n $2 ]]; then IFS=, read -ra kv <<<"$2"; pre=(env LD_PRELOAD="${kv[0]}" "${kv[@]:1}"); fi
-    local user=""; [[ $(id -u) -eq 0 ]] && user="user root;"
-    cat >"$d/nginx.conf" <<CONF
-$user
-worker_processes 1; daemon off; error_log $d/logs/error.log warn; pid $d/nginx.pid;
-events { worker_connections 1024; }
-http { access_log off; client_body_temp_path $d/cbt; proxy_temp_path $d/pt; fastcgi_temp_path $d/ft;
-  uwsgi_temp_path $d/ut; scgi_temp_path $d/st; server { listen 127.0.0.1:$P; root $d/www; } }
-CONF
+    row_env "$2"; local pre=("${PRE[@]}")
+    nginx_conf "$d" "$P"
     "${pre[@]}" nginx -p "$d" -c "$d/nginx.conf" 2>/dev/null & local sp=$!
     for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$P) 2>/dev/null && break; sleep 0.05; done
     local out; out=$("${pre[@]}" ab -q ${AB_K:+-k} -n "$N" -c "$C" "http://127.0.0.1:$P/ten" 2>&1 |

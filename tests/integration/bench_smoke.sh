@@ -47,4 +47,15 @@ for want in '^  tcp +[0-9]+$' '^  shim \(at once\) +[0-9]+$' '^  shim \(default\
 done
 LD_PRELOAD=$(readlink -f "$BUILD/librdmasock.so") timeout 120 python3 benchmarks/idle_memory.py --connections 20 --rounds 2 >"$tmp/idle.txt" 2>&1 \
     && grep -q "per_connection_KiB=" "$tmp/idle.txt" || { echo "FAIL: idle_memory.py"; cat "$tmp/idle.txt"; exit 1; }
+# The short-connection benchmarks (nginx alone, and behind haproxy), one small round each: a row
+# per path, and haproxy_short.sh's median ratios.
+shim=$(readlink -f "$BUILD/librdmasock.so")
+AB_N=300 benchmarks/nginx_short.sh 1 "shim=$shim" >"$tmp/nginx.txt" 2>&1 || { echo "FAIL: nginx_short.sh failed"; cat "$tmp/nginx.txt"; exit 1; }
+for want in '^tcp +[0-9.]+ requests/s, .* 0 failed$' '^shim +[0-9.]+ requests/s, .* 0 failed$'; do
+    grep -Eq "$want" "$tmp/nginx.txt" || { echo "FAIL: nginx_short.sh output lacks /$want/"; cat "$tmp/nginx.txt"; exit 1; }
+done
+AB_N=300 benchmarks/haproxy_short.sh 1 "shim=$shim" >"$tmp/haproxy.txt" 2>&1 || { echo "FAIL: haproxy_short.sh failed"; cat "$tmp/haproxy.txt"; exit 1; }
+grep -Eq '^  shim +[0-9]+  [0-9.]+x$' "$tmp/haproxy.txt" || { echo "FAIL: haproxy_short.sh printed no ratio"; cat "$tmp/haproxy.txt"; exit 1; }
+if benchmarks/haproxy_short.sh x >"$tmp/bad.txt" 2>&1; then echo "FAIL: haproxy_short.sh accepted ROUNDS=x"; exit 1; fi
+grep -q "ROUNDS must be a positive integer" "$tmp/bad.txt" || { echo "FAIL: haproxy_short.sh: no clear message"; cat "$tmp/bad.txt"; exit 1; }
 echo "bench_smoke: ok"

@@ -323,7 +323,9 @@ void warm_phase_watchers(EpollSet& set) {
     }
 }
 
-enum class Cool { cold, ready, armed, in_flight };
+// moved: its phase changed while it was being armed (a switch finishing): not
+// readiness, but what it waits on changed: look again before any sleep.
+enum class Cool { cold, ready, moved, armed, in_flight };
 
 // An arm held for one sleep only (the interest stays hot).
 struct SleepArm {
@@ -356,7 +358,8 @@ Cool cool(EpollSet& set, int epfd, int fd, Interest& in, SleepArm* held, int64_t
     if (!may_sleep) return undo(), Cool::in_flight;
     std::atomic_thread_fence(std::memory_order_seq_cst);
     short kev = 0;
-    if (ring_events(in, &kev, false) || c.phase() != ph || !ring_driven(in)) return undo(), Cool::ready;
+    if (ring_events(in, &kev, false)) return undo(), Cool::ready;
+    if (c.phase() != ph || !ring_driven(in)) return undo(), Cool::moved;
     sync_kernel(epfd, fd, in, kev);
     *cap_us = c.max_sleep_us(want);
     if (no_bell) *cap_us = wait::capped(*cap_us, wait::kNapUs);
@@ -481,6 +484,10 @@ Exposed expose_locked(EpollSet& set, int depth) {
                 sig += (in.sock->conn->arrivals() * 0x9e3779b97f4a7c15ull) ^ (in.sock->conn->send_full_count() << 20) ^
                        static_cast<uint64_t>(fd);
                 break;
+            // A phase move is no readiness: reported as one, a poll of the set's fd
+            // said readable and the set's epoll_wait then had nothing (switch_wakes,
+            // epoll-polled). Exposed again at once instead.
+            case Cool::moved: r.cap(0); break;
             case Cool::in_flight: r.cap(wait::kInFlightSpinUs); break;
             case Cool::armed:  // another thread drains it, or no doorbell reports something: look again soon
                 settle_arm(held);
@@ -915,7 +922,8 @@ struct EpollWait {
             int64_t cap = -1;
             switch (cool(set, epfd, fd, in, &held, &cap)) {
                 case Cool::cold: break;
-                case Cool::ready: readied = true; break;
+                case Cool::ready:
+                case Cool::moved: readied = true; break;
                 case Cool::in_flight: a.may_sleep = false; break;
                 case Cool::armed:
                     a.all_owned &= held.drain != Connection::Drain::busy;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run-tests: beside the VM
-# A thread asleep waiting to read (poll, ppoll, select, epoll_wait level/edge/oneshot, poll with a
+# A thread asleep waiting to read (poll, ppoll, select, epoll_wait level/edge/oneshot, poll of an
+# epoll set's own fd then epoll_wait without a wait (epoll-polled), poll with a
 # timeout then recv as Python's settimeout does, SO_RCVTIMEO, a blocking recv) while another thread
 # of the same process makes the call that completes the same-host switch to the rings; the peer's
 # next bytes come on the ring (issue 36). The waiter sits in the client (the other thread's send
@@ -17,7 +18,7 @@ it_need_python
 PROG="$BUILD/switch_wake_check"
 [[ -x "$PROG" ]] || it_die "$PROG not built (make)"
 ITER=3
-CASES=$(( 2 * 9 * ITER ))
+CASES=$(( 2 * 10 * ITER ))
 without_shim -t 300 "$PROG" "$ITER" >"$IT_TMP/tcp.txt" 2>"$IT_TMP/tcp.err" ||
     it_die "plain run failed: $(tail -3 "$IT_TMP/tcp.txt" "$IT_TMP/tcp.err")"
 assert_no_stats "$IT_TMP/tcp.err"

@@ -38,7 +38,8 @@ constexpr int kLivenessSec = 30;     // a waiter that slept this long never woke
 constexpr int kPings = 3;            // after the case: the connection goes on (and ends on the ring)
 constexpr useconds_t kSettleUs = 30000;  // lets the waiter fall asleep first (the bug's window)
 
-const char* const kModes[] = {"poll", "ppoll", "select", "epoll-lt", "epoll-et", "epoll-oneshot", "timed-poll", "rcvtimeo", "recv"};
+const char* const kModes[] = {"poll", "ppoll", "select", "epoll-lt", "epoll-et", "epoll-oneshot", "epoll-polled",
+                              "timed-poll", "rcvtimeo", "recv"};
 const char* const kSides[] = {"client", "server"};
 
 std::string msg(const char* tag, int i) {
@@ -114,8 +115,14 @@ std::string wait_readable(Waiter& w, int ep) {
         return rc == 1 && FD_ISSET(fd, &r) ? "" : "select failed";
     }
     if (m.rfind("epoll", 0) == 0) {
+        // epoll-polled: the set's own fd waited on with poll, as an event loop
+        // nests a set (the shim exposes the set first), then asked without waiting.
+        if (m == "epoll-polled") {
+            pollfd p{ep, POLLIN, 0};
+            if (poll(&p, 1, -1) != 1 || !(p.revents & POLLIN)) return "poll of the epoll fd failed";
+        }
         epoll_event ev{};
-        int rc = epoll_wait(ep, &ev, 1, -1);
+        int rc = epoll_wait(ep, &ev, 1, m == "epoll-polled" ? 0 : -1);
         if (rc != 1 || !(ev.events & EPOLLIN) || ev.data.u32 != 7) return "epoll_wait failed";
         if (m == "epoll-oneshot") {
             epoll_event again{EPOLLIN | EPOLLONESHOT, {}};
@@ -235,6 +242,7 @@ std::string client_waiter(int s, const std::string& mode, int from_server, int i
     usleep(kSettleUs);
     send_all(s, msg("request", i));
     std::string got = join_waiter(w, t, "client");
+    if (got.rfind("error ", 0) == 0) return got;  // the answer may be unread: no ping-pong, the transcript says why
     ping_pong_client(s);
     return got;
 }

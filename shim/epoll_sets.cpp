@@ -978,8 +978,11 @@ bool has_ours(const epoll_event* k, int nk) {
 // A member in the kernel's answer that moved to the rings since the set last
 // looked (needs_watch let it go): its socket's event speaks of TCP, which no
 // longer carries its bytes, and its bell may not have fit in the answer. The
-// engine's take_kernel reports it from the rings instead.
+// engine's take_kernel reports it from the rings instead. Only a member that
+// watches the set's bell leaves the watch that way (needs_watch): a set without
+// a bell (plain connections only) pays no lookup here.
 bool has_moved(EpollSet& set, const epoll_event* k, int nk) {
+    if (set.bell_fd < 0) return false;
     for (int i = 0; i < nk; ++i) {
         if ((k[i].data.u64 & kTagMask) != kTag) continue;
         auto it = set.fds.find(static_cast<int>(k[i].data.u64 & ~kTagMask));

@@ -23,7 +23,6 @@ for x in haproxy nginx ab; do command -v $x >/dev/null || { echo "haproxy_short.
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 mkdir -p "$d/www" "$d/logs"; printf '0123456789' >"$d/www/ten"
 . "$here/short-lib.sh"
-up() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 declare -A results
 bad=0
 one() {  # label lib[,VAR=VALUE...]
@@ -47,7 +46,7 @@ CONF
     "${pre[@]}" nginx -p "$d" -c "$d/nginx.conf" 2>/dev/null & local np=$!
     "${pre[@]}" haproxy -q -db -f "$d/haproxy.cfg" 2>"$d/logs/haproxy.err" & local hp=$!
     local out=""
-    if up "$P" && up "$H"; then
+    if wait_port "$P" && wait_port "$H"; then
         out=$("${pre[@]}" ab -q ${AB_K:+-k} -n "$N" -c "$C" "http://127.0.0.1:$H/ten" 2>&1 |
             awk '/^Requests per second/{r=$4} /^Failed requests/{f=$3} /^Non-2xx/{x=$3}
                  END{if (r == "" || f != 0 || x != "") exit 1; print r}') || out=""

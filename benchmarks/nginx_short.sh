@@ -25,7 +25,7 @@ one() {  # label lib[,VAR=VALUE...]
     row_env "$2"; local pre=("${PRE[@]}")
     nginx_conf "$d" "$P"
     "${pre[@]}" nginx -p "$d" -c "$d/nginx.conf" 2>/dev/null & local sp=$!
-    for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$P) 2>/dev/null && break; sleep 0.05; done
+    wait_port "$P"  # (ab reports the failures if it never came up)
     local out; out=$("${pre[@]}" ab -q ${AB_K:+-k} -n "$N" -c "$C" "http://127.0.0.1:$P/ten" 2>&1 |
         awk '/^Requests per second/{r=$4} /^Time per request.*\(mean\)$/{t=$4} /^Failed requests/{f=$3}
              END{printf "%s requests/s, %s ms per request, %s failed", r, t, f}')

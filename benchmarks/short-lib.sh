@@ -1,7 +1,10 @@
 # benchmarks/short-lib.sh -- sourced by nginx_short.sh and haproxy_short.sh: what a round of a
-# short-connection benchmark needs (a free port, the preload of a row, nginx serving $d/www).
+# short-connection benchmark needs (a free port and the wait for it, the preload of a row, nginx serving $d/www).
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+# wait_port PORT: true once 127.0.0.1:PORT accepts a connection (at most 10 s).
+wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 
 # row_env LIB[,VAR=VALUE...] (empty: plain TCP): sets PRE, the env command a row's processes run under.
 row_env() {

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# run-tests: beside the VM
 # Two runtimes that reach sockets through their own layers, each run twice (plain TCP, then both
 # processes shimmed) with identical transcripts required:
 # - the JVM (helpers/JvmSockets.java): a NIO selector echo server and blocking java.net.Socket

@@ -182,67 +182,51 @@ public class JvmSockets {
         }
     }
 
-    // B: a SocketChannel blocked in read is closed by another thread (dup2 + signal in the JVM).
-    static void asyncCloseChannel(ServerSocket ss) throws Exception {
-        SocketChannel c = SocketChannel.open(new InetSocketAddress(LO, ss.getLocalPort()));
-        Socket s = ss.accept();
-        warmUp(c.socket().getInputStream(), c.socket().getOutputStream(), s.getInputStream(), s.getOutputStream());
+    interface Read { String call() throws Exception; }
+    interface Act { String call(Thread reader) throws Exception; }
+
+    // A warmed-up connection whose client end `c` has a thread blocked in `read`; `act` then
+    // acts on it from this thread. Prints what the reader got, and what the peer reads after.
+    static void blockedRead(String label, Socket c, Socket s, Read read, Act act) throws Exception {
+        warmUp(c.getInputStream(), c.getOutputStream(), s.getInputStream(), s.getOutputStream());
         String[] res = {"none"};
         Thread r = new Thread(() -> {
             try {
-                res[0] = "read " + c.read(ByteBuffer.allocate(16));
+                res[0] = read.call();
             } catch (Exception e) {
                 res[0] = what(e);
             }
         });
         r.start();
         Thread.sleep(100);
-        c.close();
-        say("B channel closed while read blocks: " + joined(r, res));
-        say("B the peer reads: " + s.getInputStream().read());
+        String after = act.call(r);
+        say(label + ": " + joined(r, res) + after);
+        say(label.charAt(0) + " the peer reads: " + s.getInputStream().read());
         s.close();
+    }
+
+    // B: a SocketChannel blocked in read is closed by another thread (dup2 + signal in the JVM).
+    static void asyncCloseChannel(ServerSocket ss) throws Exception {
+        SocketChannel c = SocketChannel.open(new InetSocketAddress(LO, ss.getLocalPort()));
+        blockedRead("B channel closed while read blocks", c.socket(), ss.accept(),
+                    () -> "read " + c.read(ByteBuffer.allocate(16)), (r) -> { c.close(); return ""; });
     }
 
     // C: the same with java.net.Socket (NioSocketImpl: poll, then read).
     static void asyncCloseSocket(ServerSocket ss) throws Exception {
         Socket c = new Socket(LO, ss.getLocalPort());
-        Socket s = ss.accept();
-        warmUp(c.getInputStream(), c.getOutputStream(), s.getInputStream(), s.getOutputStream());
-        String[] res = {"none"};
-        Thread r = new Thread(() -> {
-            try {
-                res[0] = "read " + c.getInputStream().read();
-            } catch (Exception e) {
-                res[0] = what(e);
-            }
-        });
-        r.start();
-        Thread.sleep(100);
-        c.close();
-        say("C socket closed while read blocks: " + joined(r, res));
-        say("C the peer reads: " + s.getInputStream().read());
-        s.close();
+        blockedRead("C socket closed while read blocks", c, ss.accept(),
+                    () -> "read " + c.getInputStream().read(), (r) -> { c.close(); return ""; });
     }
 
     // D: Thread.interrupt() of a thread blocked in an interruptible channel's read closes it.
     static void interruptChannel(ServerSocket ss) throws Exception {
         SocketChannel c = SocketChannel.open(new InetSocketAddress(LO, ss.getLocalPort()));
-        Socket s = ss.accept();
-        warmUp(c.socket().getInputStream(), c.socket().getOutputStream(), s.getInputStream(), s.getOutputStream());
-        String[] res = {"none"};
-        Thread r = new Thread(() -> {
-            try {
-                res[0] = "read " + c.read(ByteBuffer.allocate(16));
-            } catch (Exception e) {
-                res[0] = what(e);
-            }
+        blockedRead("D interrupted read", c.socket(), ss.accept(), () -> "read " + c.read(ByteBuffer.allocate(16)), (r) -> {
+            r.interrupt();
+            r.join(20000);
+            return ", channel open: " + c.isOpen();
         });
-        r.start();
-        Thread.sleep(100);
-        r.interrupt();
-        say("D interrupted read: " + joined(r, res) + ", channel open: " + c.isOpen());
-        say("D the peer reads: " + s.getInputStream().read());
-        s.close();
     }
 
     // E: a read timeout (SO_TIMEOUT: poll with a timeout), then the connection still works.

@@ -49,7 +49,8 @@ check() {
     (( n >= want_c )) || it_fail "$name: $n connection ends on shm in the client process, want >= $want_c"
     n=$(grep -c "role=server transport=shm" "$d/$name-shim.server.err" || true)
     (( n >= want_s )) || it_fail "$name: $n of the echo server's connections on shm, want >= $want_s"
-    grep -E "rdmasock\[[0-9]+\]: (error|warn)" "$d/$name-shim".*.err && it_fail "$name: the shim logged errors"
+    assert_no_shim_errors "$d/$name-shim.client.err"
+    assert_no_shim_errors "$d/$name-shim.server.err"
     assert_no_shm_leftovers "$d/$name-shim.client.err" "$d/$name-shim.server.err"
 }
 

@@ -17,8 +17,8 @@ namespace rdmasock::guard {
 
 #if defined(__x86_64__)
 
-// The two copies, the same code at two addresses so the handler knows which
-// side is the application's. Below 2 KiB, 64- then 16-byte SSE moves (rep movsb
+// The two copies, the same code (one macro) at two addresses so the handler
+// knows which side is the application's. Below 2 KiB, 64- then 16-byte SSE moves (rep movsb
 // starts slowly); the rest, and everything from 2 KiB, `rep movsb` (as fast as
 // memcpy there). They return RCX, the bytes not copied: 0 normally.
 // Invariant for the handler: in the vector part RDI/RSI/RDX describe what is
@@ -27,19 +27,20 @@ namespace rdmasock::guard {
 // on the exact byte, RCX counting what is left, and resumes at `_done`.
 // endbr64 keeps them callable under CET/IBT.
 asm(R"(
+    .macro RDMASOCK_GUARD_COPY fn, tag
     .text
     .p2align 4
-    .globl rdmasock_guard_copy_to_user
-    .hidden rdmasock_guard_copy_to_user
-    .type rdmasock_guard_copy_to_user, @function
-rdmasock_guard_copy_to_user:
+    .globl \fn
+    .hidden \fn
+    .type \fn, @function
+\fn:
     .cfi_startproc
     endbr64
     cmpq $2048, %rdx
     jae 3f
-    .globl rdmasock_guard_to_vec
-    .hidden rdmasock_guard_to_vec
-rdmasock_guard_to_vec:
+    .globl rdmasock_guard_\tag\()_vec
+    .hidden rdmasock_guard_\tag\()_vec
+rdmasock_guard_\tag\()_vec:
     cmpq $64, %rdx
     jb 2f
 1:  movdqu (%rsi), %xmm0
@@ -63,72 +64,26 @@ rdmasock_guard_to_vec:
     addq $16, %rdi
     subq $16, %rdx
     jmp 2b
-    .globl rdmasock_guard_to_bytes
-    .hidden rdmasock_guard_to_bytes
-rdmasock_guard_to_bytes:
+    .globl rdmasock_guard_\tag\()_bytes
+    .hidden rdmasock_guard_\tag\()_bytes
+rdmasock_guard_\tag\()_bytes:
 3:  movq %rdx, %rcx
-    .globl rdmasock_guard_to_insn
-    .hidden rdmasock_guard_to_insn
-rdmasock_guard_to_insn:
+    .globl rdmasock_guard_\tag\()_insn
+    .hidden rdmasock_guard_\tag\()_insn
+rdmasock_guard_\tag\()_insn:
     rep movsb
-    .globl rdmasock_guard_to_done
-    .hidden rdmasock_guard_to_done
-rdmasock_guard_to_done:
+    .globl rdmasock_guard_\tag\()_done
+    .hidden rdmasock_guard_\tag\()_done
+rdmasock_guard_\tag\()_done:
     movq %rcx, %rax
     ret
     .cfi_endproc
-    .size rdmasock_guard_copy_to_user, .-rdmasock_guard_copy_to_user
+    .size \fn, .-\fn
+    .endm
 
-    .p2align 4
-    .globl rdmasock_guard_copy_from_user
-    .hidden rdmasock_guard_copy_from_user
-    .type rdmasock_guard_copy_from_user, @function
-rdmasock_guard_copy_from_user:
-    .cfi_startproc
-    endbr64
-    cmpq $2048, %rdx
-    jae 3f
-    .globl rdmasock_guard_from_vec
-    .hidden rdmasock_guard_from_vec
-rdmasock_guard_from_vec:
-    cmpq $64, %rdx
-    jb 2f
-1:  movdqu (%rsi), %xmm0
-    movdqu 16(%rsi), %xmm1
-    movdqu 32(%rsi), %xmm2
-    movdqu 48(%rsi), %xmm3
-    movdqu %xmm0, (%rdi)
-    movdqu %xmm1, 16(%rdi)
-    movdqu %xmm2, 32(%rdi)
-    movdqu %xmm3, 48(%rdi)
-    addq $64, %rsi
-    addq $64, %rdi
-    subq $64, %rdx
-    cmpq $64, %rdx
-    jae 1b
-2:  cmpq $16, %rdx
-    jb 3f
-    movdqu (%rsi), %xmm0
-    movdqu %xmm0, (%rdi)
-    addq $16, %rsi
-    addq $16, %rdi
-    subq $16, %rdx
-    jmp 2b
-    .globl rdmasock_guard_from_bytes
-    .hidden rdmasock_guard_from_bytes
-rdmasock_guard_from_bytes:
-3:  movq %rdx, %rcx
-    .globl rdmasock_guard_from_insn
-    .hidden rdmasock_guard_from_insn
-rdmasock_guard_from_insn:
-    rep movsb
-    .globl rdmasock_guard_from_done
-    .hidden rdmasock_guard_from_done
-rdmasock_guard_from_done:
-    movq %rcx, %rax
-    ret
-    .cfi_endproc
-    .size rdmasock_guard_copy_from_user, .-rdmasock_guard_copy_from_user
+    RDMASOCK_GUARD_COPY rdmasock_guard_copy_to_user, to
+    RDMASOCK_GUARD_COPY rdmasock_guard_copy_from_user, from
+    .purgem RDMASOCK_GUARD_COPY
 )");
 
 extern "C" {

@@ -10,6 +10,7 @@
 
 #include "errno_keep.hpp"
 #include "io_path.hpp"
+#include "splice_ring.hpp"
 #include "real_calls.hpp"
 
 using namespace rdmasock;
@@ -77,10 +78,10 @@ ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
 ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* addr, socklen_t* len) {
     if (flags & MSG_ERRQUEUE) return calls().recvfrom(fd, buf, n, flags, addr, len);
     return data_call(
-        fd, [&](Socket& s) { return recv_one(s, buf, n, flags); },  // TCP leaves addr untouched
+        fd, [&](Socket& s) { return no_peer_name(recv_one(s, buf, n, flags), addr, len); },
         [&] {
             iovec v{buf, n};
-            if (ssize_t r; recv_first(fd, &v, 1, flags, r)) return count(fd, r, false);  // addr untouched, as TCP's
+            if (ssize_t r; recv_first(fd, &v, 1, flags, r)) return count(fd, no_peer_name(r, addr, len), false);
             return count(fd, after_kernel_recv(fd, &v, 1, flags, calls().recvfrom(fd, buf, n, flags, addr, len)), false);
         });
 }
@@ -94,19 +95,20 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
     if (flags & MSG_ERRQUEUE) return calls().recvmsg(fd, msg, flags);
     return data_call(
         fd,
-        [&](Socket& s) {
+        [&](Socket& s) -> ssize_t {
+            if (bad_name_len(msg)) return errno = EINVAL, -1;
             ssize_t r = conn_recv(s, msg->msg_iov, msg->msg_iovlen, flags, EMSGSIZE);
             if (r >= 0) {
                 msg->msg_controllen = 0;
                 msg->msg_flags = 0;
             }
-            return r;
+            return no_peer_name(r, static_cast<sockaddr*>(msg->msg_name), &msg->msg_namelen);
         },
         [&] {
-            if (ssize_t r; msg && (msg->msg_iovlen == 0 || msg->msg_iov) && recv_first(fd, msg->msg_iov, msg->msg_iovlen, flags, r)) {
+            if (ssize_t r; msg && !bad_name_len(msg) && (msg->msg_iovlen == 0 || msg->msg_iov) && recv_first(fd, msg->msg_iov, msg->msg_iovlen, flags, r)) {
                 msg->msg_controllen = 0;
                 msg->msg_flags = 0;
-                return count(fd, r, false);
+                return count(fd, no_peer_name(r, static_cast<sockaddr*>(msg->msg_name), &msg->msg_namelen), false);
             }
             ssize_t r = recvmsg_taking_leftovers(fd, msg, flags);
             if (r <= 0 && msg) r = after_kernel_recv(fd, msg->msg_iov, msg->msg_iovlen, flags, r);
@@ -151,26 +153,30 @@ ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
 
 ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t n) {
     shim::ErrnoKept kept;
+    // To a connection on a ring: read the file, send what was read.
+    auto to_ring = [&](Socket& s) -> ssize_t {
+        // The ring is user memory: copy through a buffer, as a read+send would.
+        char buf[65536];
+        size_t chunk = n < sizeof buf ? n : sizeof buf;
+        ssize_t got = offset ? pread(in_fd, buf, chunk, *offset) : calls().read(in_fd, buf, chunk);
+        if (got <= 0) return got;
+        ssize_t sent = send_one(s, buf, static_cast<size_t>(got), 0);
+        // The file's position moves by what was sent, nothing when nothing was
+        // (a restart reads those bytes again).
+        if (offset && sent > 0) *offset += sent;
+        else if (!offset && sent < got) {
+            const int e = errno;
+            lseek(in_fd, (sent > 0 ? sent : 0) - got, SEEK_CUR);
+            errno = e;
+        }
+        return sent;
+    };
+    auto by_kernel = [&] { return count(out_fd, calls().sendfile(out_fd, in_fd, offset, n), true); };
+    // From a connection on a ring: the kernel would read its TCP socket, where
+    // none of the ring's bytes are (splice_ring.hpp).
     return kept(data_call(
-        out_fd,
-        [&](Socket& s) -> ssize_t {
-            // The ring is user memory: copy through a buffer, as a read+send would.
-            char buf[65536];
-            size_t chunk = n < sizeof buf ? n : sizeof buf;
-            ssize_t got = offset ? pread(in_fd, buf, chunk, *offset) : calls().read(in_fd, buf, chunk);
-            if (got <= 0) return got;
-            ssize_t sent = send_one(s, buf, static_cast<size_t>(got), 0);
-            // The file's position moves by what was sent, nothing when nothing was
-            // (a restart reads those bytes again).
-            if (offset && sent > 0) *offset += sent;
-            else if (!offset && sent < got) {
-                const int e = errno;
-                lseek(in_fd, (sent > 0 ? sent : 0) - got, SEEK_CUR);
-                errno = e;
-            }
-            return sent;
-        },
-        [&] { return count(out_fd, calls().sendfile(out_fd, in_fd, offset, n), true); }));
+        in_fd, [&](Socket& s) { return sendfile_from_ring(s, out_fd, offset, n); },
+        [&] { return data_call(out_fd, to_ring, by_kernel); }));
 }
 
 ssize_t sendfile64(int out_fd, int in_fd, off_t* offset, size_t n) { return sendfile(out_fd, in_fd, offset, n); }

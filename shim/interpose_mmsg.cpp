@@ -36,7 +36,8 @@ int recv_batch(mmsghdr* msgs, unsigned vlen, int flags, timespec* timeout, int& 
     unsigned done = 0;
     for (; done < max; ++done) {
         msghdr& m = msgs[done].msg_hdr;
-        const ssize_t n = receive(m, each);
+        const ssize_t n = bad_name_len(&m) ? (errno = EINVAL, -1)
+                                           : no_peer_name(receive(m, each), static_cast<sockaddr*>(m.msg_name), &m.msg_namelen);
         if (n < 0) {
             err = errno;
             break;

@@ -3,6 +3,7 @@
 // and only records what happened.
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -280,7 +281,9 @@ int shutdown(int fd, int how) {
     signals::HandlersAtReturn at_return;  // held back by the FIN's lock: they run once shutdown is done
     shim::ErrnoKept kept;
     auto s = fd_table().get(fd);
-    if (s && s->conn && !s->conn->is_plain()) {
+    // A `how` the kernel refuses (EINVAL) goes to it: the connection is untouched.
+    const bool valid_how = how == SHUT_RD || how == SHUT_WR || how == SHUT_RDWR;
+    if (valid_how && s && s->conn && !s->conn->is_plain()) {
         // Upgraded: the FIN travels in the ring; the kernel socket stays open for
         // doorbells. Before the switch the connection records it and the kernel
         // carries it below. (The connection says which: the switch may come
@@ -392,6 +395,9 @@ int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
     // error it makes. (The look leaves the kernel's own error to the call below.)
     if (s) s->conn->drain_socket_now();
     int r = calls().getsockopt(fd, level, name, value, len);
+    if (r == 0 && level == IPPROTO_TCP && name == TCP_NODELAY && value && len)
+        if (auto t = fd_table().get(fd); t && t->conn)
+            if (int v; t->conn->program_nodelay(v)) std::memcpy(value, &v, std::min<size_t>(*len, sizeof v));
     if (r == 0 && s && value && len && *len >= sizeof(int)) {
         // The same RST: the ring's view of the stream (whose FIN came
         // first) names its error, which the kernel's socket cannot know.
@@ -421,6 +427,8 @@ int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
             s->conn->set_timeouts(name == SO_RCVTIMEO ? us : -1, name == SO_SNDTIMEO ? us : -1);
         }
     }
+    if (r == 0 && level == IPPROTO_TCP && name == TCP_NODELAY && value && len >= sizeof(int))
+        if (auto s = fd_table().get(fd); s && s->conn) s->conn->set_program_nodelay(*static_cast<const int*>(value));
     if (r == 0 && ko && !ko->before_the_call)
         if (auto s = fd_table().get(fd)) keep_on_tcp(*s, ko->option, true);
     return kept(r);

@@ -5,6 +5,7 @@
 #include "epoll_sets.hpp"
 #include "errno_keep.hpp"
 #include "real_calls.hpp"
+#include "sys/fault_guard.hpp"
 #include "sys/iov_check.hpp"
 #include "shm/leftover.hpp"
 #include "stat_hooks.hpp"
@@ -84,6 +85,16 @@ ssize_t after_kernel_recv(int fd, const iovec* iov, size_t cnt, int flags, ssize
     if (r > 0 || !leftover::any() || (flags & (MSG_OOB | MSG_ERRQUEUE)) || cnt > 1024 || iov_total(iov, cnt) == 0) return r;
     const int e = errno;
     return leftover::after_kernel(leftover::inode_of(fd), iov, static_cast<int>(cnt), flags, r, e);
+}
+
+ssize_t no_peer_name(ssize_t r, const sockaddr* addr, socklen_t* len) {
+    if (r < 0 || !addr) return r;
+    int old = 0;
+    const int zero = 0;
+    if (!len || guard::copy_from_user(&old, len, sizeof old) != 0) return errno = EFAULT, -1;
+    if (old < 0) return errno = EINVAL, -1;
+    if (guard::copy_to_user(len, &zero, sizeof zero) != 0) return errno = EFAULT, -1;
+    return r;
 }
 
 bool recv_first(int fd, const iovec* iov, size_t cnt, int flags, ssize_t& out) {

@@ -95,6 +95,14 @@ ssize_t after_kernel_recv(int fd, const iovec* iov, size_t cnt, int flags, ssize
 // come first (leftover.hpp, Order::before_kernel). True with the result in
 // `out` when they served this receive (MSG_WAITALL: the kernel gives the rest).
 bool recv_first(int fd, const iovec* iov, size_t cnt, int flags, ssize_t& out);
+// What a TCP receive says of the sender's address once `r` bytes came: none.
+// The kernel writes a name length of 0 where the caller gave a name buffer
+// (recvfrom's `len`, recvmsg's msg_namelen) and leaves the buffer alone; a
+// length it cannot read or write makes the call EFAULT, one that reads
+// negative EINVAL, the bytes taken all the same (move_addr_to_user).
+ssize_t no_peer_name(ssize_t r, const sockaddr* addr, socklen_t* len);
+// recvmsg's name length, read as the kernel's int before it receives: negative is EINVAL.
+inline bool bad_name_len(const msghdr* msg) { return msg->msg_name && static_cast<int>(msg->msg_namelen) < 0; }
 // Whether plain socket `fd` has kept bytes (or their end) still owed, in
 // either order: a call the shim otherwise leaves to the kernel (recvmmsg,
 // splice) then takes them through the shim's own receive.

@@ -109,6 +109,17 @@ ssize_t splice_from_kept(int fd, loff_t* off_in, int pipe_fd, loff_t* off_out, s
                        len, flags);
 }
 
+ssize_t sendfile_from_ring(Socket& s, int out_fd, off_t* offset, size_t count) {
+    if (offset) return errno = ESPIPE, -1;  // checked before out_fd, as do_sendfile does
+    const int fl = real::calls().fcntl(out_fd, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) return errno = EBADF, -1;
+    struct stat st {};
+    // Into anything but a pipe the kernel takes only a regular file or a block
+    // device as the source (splice_direct_to_actor).
+    if (fstat(out_fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return errno = EINVAL, -1;
+    return splice_from_ring(s, nullptr, out_fd, nullptr, count, (fl & O_NONBLOCK) ? SPLICE_F_NONBLOCK : 0);
+}
+
 ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, size_t len, unsigned flags) {
     const signals::Seen since = signals::seen();
     if (!pipe_end_ok(pipe_fd, false)) return -1;

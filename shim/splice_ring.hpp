@@ -18,6 +18,12 @@ ssize_t splice_from_ring(Socket& s, loff_t* off_in, int pipe_fd, loff_t* off_out
 // The same for a plain socket with kept bytes owed (io_path.hpp kept_owed):
 // through the shim's recv, which serves them in their place.
 ssize_t splice_from_kept(int fd, loff_t* off_in, int pipe_fd, loff_t* off_out, size_t len, unsigned flags);
+// sendfile() from a connection on a ring (in_fd): the kernel would read its
+// TCP socket, where none of the ring's bytes are. Into a pipe as
+// splice_from_ring (nonblocking when the pipe is), with the kernel's errors
+// otherwise: ESPIPE for an offset (a socket has no position), EINVAL for any
+// other out_fd (the kernel sends only a regular file or a block device there).
+ssize_t sendfile_from_ring(Socket& s, int out_fd, off_t* offset, size_t count);
 // pipe -> socket: the pipe's bytes are copied by tee() into a private pipe
 // (the pipe keeps them), sent, and only what the send took is read off it.
 ssize_t splice_to_ring(int pipe_fd, loff_t* off_in, Socket& s, loff_t* off_out, size_t len, unsigned flags);

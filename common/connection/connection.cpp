@@ -277,6 +277,28 @@ void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
     if (send_us >= 0) send_timeout_us_ = send_us;
 }
 
+bool Connection::program_nodelay(int& v) const {
+    v = program_nodelay_.load(std::memory_order_acquire);
+    return v >= 0;
+}
+
+void Connection::set_program_nodelay(int v) {
+    if (program_nodelay_.load(std::memory_order_acquire) < 0) return;
+    program_nodelay_.store(v ? 1 : 0, std::memory_order_release);
+    no_delay(fd());  // (the program's 0 reached the kernel: on again)
+}
+
+void Connection::no_delay_for_shim() {
+    if (program_nodelay_.load(std::memory_order_acquire) < 0) {
+        int v = 0;
+        socklen_t l = sizeof v;
+        const int saved = errno;
+        if (kernel::getsockopt(fd(), IPPROTO_TCP, TCP_NODELAY, &v, &l) == 0) program_nodelay_.store(v ? 1 : 0);
+        errno = saved;
+    }
+    no_delay(fd());
+}
+
 CallTimeout::CallTimeout(int64_t timeout_us) {
     if (timeout_us > 0) deadline_us_ = wait::now_us() + timeout_us;
 }
@@ -340,7 +362,7 @@ void Connection::become_failed(const char* why) {
 }
 
 void Connection::upgrade(std::unique_ptr<Transport> t) {
-    no_delay(fd());
+    no_delay_for_shim();
     transport_.publish(std::move(t));
     upgraded_once_.store(true, std::memory_order_relaxed);
     owner_pid_ = current_pid();

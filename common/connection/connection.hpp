@@ -101,6 +101,12 @@ public:
     void set_nonblocking(bool on) { nonblocking_.store(on, std::memory_order_relaxed); }
     bool nonblocking() const { return nonblocking_.load(std::memory_order_relaxed); }
     void set_timeouts(int64_t recv_us, int64_t send_us);
+    // TCP_NODELAY as the program set it. The shim turns it on in the kernel for
+    // its own small messages (no_delay_for_shim); from then on the program's
+    // getsockopt reads the program's value (false: the kernel's is the
+    // program's) and its setsockopt is recorded, the kernel's kept on.
+    bool program_nodelay(int& v) const;
+    void set_program_nodelay(int v);
     // Client side: whether to send a HELLO at the first I/O (else plain at once).
     void set_offer(uint32_t offers);
     // Client, no offer made (plain from the start): why, for the statistics.
@@ -537,6 +543,8 @@ private:
     // Shut both ways before the switch, the kernel's socket too (Connection::shutdown).
     std::atomic<bool> kernel_rd_shut_{false};
     void tell_reader_gone(bool aborted);  // our rings' reader state, at our last close
+    std::atomic<int> program_nodelay_{-1};  // -1: the shim never set TCP_NODELAY
+    void no_delay_for_shim();
     std::atomic<int> taken_err_{0};  // what take_pending_err last took (owe_again gives back only that)
     // POLLERR stands while an error is owed: the reset's (until reported or
     // taken by SO_ERROR), a failed transport's always.

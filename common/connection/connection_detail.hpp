@@ -61,7 +61,8 @@ inline void raise_sigpipe(int flags) {
 
 // Doorbells and handshake messages are single small segments: Nagle would hold
 // them back for a delayed ACK (~40 ms). After the upgrade the TCP stream carries
-// nothing else, so this changes no application-visible behaviour of the data.
+// nothing else, so this changes no application-visible behaviour of the data;
+// the program still reads and sets its own value (Connection::program_nodelay).
 inline void no_delay(int fd) {
     int one = 1;
     kernel::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -116,7 +116,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                     (void)rv_->client_confirmed(*transport_);
                     rv_.reset();
                 }
-                no_delay(fd());
+                no_delay_for_shim();
                 enter(Phase::upgraded);
                 RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd(), transport_->name());
                 return true;
@@ -128,7 +128,7 @@ bool Connection::progress_rendezvous(bool may_syscall) {
                 become_plain(rv_->why().c_str());
                 return true;
             }
-            no_delay(fd());
+            no_delay_for_shim();
             enter(Phase::upgraded);
             RS_LOG(info, "fd %d: upgraded to %s (side channel)", fd(), transport_->name());
             return true;

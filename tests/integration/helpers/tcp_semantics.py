@@ -26,6 +26,8 @@ libc.recv.argtypes = [c_int, c_void_p, c_size_t, c_int]
 libc.recv.restype = ctypes.c_ssize_t
 libc.send.argtypes = [c_int, c_void_p, c_size_t, c_int]
 libc.send.restype = ctypes.c_ssize_t
+libc.recvfrom.argtypes = [c_int, c_void_p, c_size_t, c_int, c_void_p, c_void_p]
+libc.recvfrom.restype = ctypes.c_ssize_t
 libc.fdopen.restype = c_void_p
 libc.fdopen.argtypes = [c_int, ctypes.c_char_p]
 libc.fclose.argtypes = [c_void_p]
@@ -167,6 +169,77 @@ def trunc_case():
     out("msg_trunc", f"peek rc={err(libc.recv(c.fileno(), None, 4, socket.MSG_TRUNC | socket.MSG_PEEK))}")
     out("msg_trunc", f"discard rc={err(libc.recv(c.fileno(), None, 4, socket.MSG_TRUNC))}")
     out("msg_trunc", f"rest={c.recv(100)!r}")
+    c.close(), s.close()
+
+
+def shutdown_how_case():
+    """A `how` the kernel refuses: EINVAL, and the connection goes on untouched."""
+    c, s = pair()
+    for how in (3, -1, 1000):
+        out("shutdown_how", f"how={how}: {oserr(lambda: c.shutdown(how))}")
+    c.sendall(b"still")
+    out("shutdown_how", f"peer got {exact(s.fileno(), 5)!r}")
+    c.close(), s.close()
+
+
+def peer_name_case():
+    """TCP names no sender: where a name buffer is given, its length becomes 0 and the buffer stays
+    as it was; a name buffer without a length is EFAULT and a negative length EINVAL (recvfrom takes
+    the byte all the same, recvmsg refuses first)."""
+    c, s = pair()
+    s.sendall(b"abcdefghij")
+    wait_readable(c, 10)
+    fd, buf = c.fileno(), ctypes.create_string_buffer(8)
+    marks = b"\x7f" * 16
+    name = ctypes.create_string_buffer(marks, 16)
+    nlen = c_uint(128)
+    rc = libc.recvfrom(fd, buf, 1, 0, name, ctypes.byref(nlen))
+    out("peer_name", f"recvfrom rc={err(rc)} {buf.raw[:1]!r} len={nlen.value} name kept={name.raw == marks}")
+    out("peer_name", f"recvfrom without a length rc={err(libc.recvfrom(fd, buf, 1, 0, name, None))}")
+    nlen = c_uint(0x80000000)
+    out("peer_name", f"recvfrom negative length rc={err(libc.recvfrom(fd, buf, 1, 0, name, ctypes.byref(nlen)))}")
+    data, _, _, addr = c.recvmsg(1)  # Python gives recvmsg and recvfrom a name buffer
+    out("peer_name", f"recvmsg {data!r} address={addr!r}; recvfrom {c.recvfrom(1)!r}")
+    bufs = [[ctypes.create_string_buffer(2)], [ctypes.create_string_buffer(2)]]
+    msgs, keep = mmsgs(bufs)
+    names = [ctypes.create_string_buffer(64) for _ in bufs]
+    for m, n in zip(msgs, names):
+        m.hdr.name, m.hdr.namelen = ctypes.cast(n, c_void_p), 64
+    rc = libc.recvmmsg(fd, msgs, 2, 0, None)
+    out("peer_name", f"recvmmsg rc={err(rc)} namelens={[m.hdr.namelen for m in msgs]}")
+    out("peer_name", f"rest {c.recv(10)!r}")
+    c.close(), s.close()
+
+
+def nodelay_case():
+    """The shim's own traffic does not change the program's TCP_NODELAY (never set here: 0)."""
+    c, s = pair()
+    nd = (socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    out("nodelay", f"after the switch {c.getsockopt(*nd)} {s.getsockopt(*nd)}")
+    for v in (1, 0):
+        c.setsockopt(*nd, v)
+        out("nodelay", f"set {v}: reads {c.getsockopt(*nd)}")
+    c.sendall(b"nagle")
+    out("nodelay", f"peer got {exact(s.fileno(), 5)!r}")
+    c.close(), s.close()
+
+
+def sendfile_in_case():
+    """sendfile() from the socket: into a pipe it moves the socket's bytes (waiting for them when
+    none are queued yet); an offset is ESPIPE; into a regular file EINVAL."""
+    c, s = pair()
+    r, w = os.pipe()
+    later = threading.Timer(0.2, lambda: s.sendall(b"0123456789"))
+    later.start()
+    out("sendfile_in", f"to a pipe {oserr(lambda: os.sendfile(w, c.fileno(), None, 4))} pipe={os.read(r, 100)!r}")
+    later.join()
+    wait_readable(c, 6)
+    out("sendfile_in", f"with an offset {oserr(lambda: os.sendfile(w, c.fileno(), 0, 4))}")
+    f = os.open(FILE + ".out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    out("sendfile_in", f"to a file {oserr(lambda: os.sendfile(f, c.fileno(), None, 4))}")
+    out("sendfile_in", f"rest {c.recv(100)!r}")
+    for x in (f, r, w):
+        os.close(x)
     c.close(), s.close()
 
 
@@ -336,9 +409,9 @@ def close_under_reader_case():
 
 with open(FILE, "w") as f:
     f.write("file bytes\n")
-CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, efault_case, iov_max_case,
-         linger_case, oob_case, close_range_case, dup_case, fclose_case, vfork_case,
-         close_under_reader_case)
+CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, shutdown_how_case, peer_name_case, nodelay_case,
+         sendfile_in_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
+         vfork_case, close_under_reader_case)
 chosen = [c for c in CASES if not sys.argv[4:] or c.__name__ in sys.argv[4:]]
 for case in chosen:
     try:

@@ -54,7 +54,7 @@ const char* to_string(Phase p) {
 }
 
 Connection::Connection(int fd, Role role, bool nonblocking, const Config& config, const SocketOps& ops)
-    : fd_(fd), role_(role), nonblocking_(nonblocking), config_(config), ops_(ops),
+    : fd_(fd), role_(role), nonblocking_(nonblocking), made_forks_(forks_begun()), config_(config), ops_(ops),
       spin_(config.spin_us, config.spin_max_us) {
     // A client stays plain unless set_offer() finds a shimmed peer.
     if (role == Role::client) phase_.store(Phase::plain, std::memory_order_relaxed);  // not yet shared
@@ -275,6 +275,30 @@ unsigned Connection::wake_generation() const {
 void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
     if (recv_us >= 0) recv_timeout_us_ = recv_us;
     if (send_us >= 0) send_timeout_us_ = send_us;
+}
+
+bool Connection::file_now_nonblocking() {
+    const long fl = raw_syscall(SYS_fcntl, fd(), F_GETFL);
+    if (fl < 0) return nonblocking();
+    set_nonblocking(fl & O_NONBLOCK);
+    return fl & O_NONBLOCK;
+}
+
+bool Connection::shared_file_settings(bool reader, int64_t& timeout_us) {
+    if (forks_begun() == made_forks_) return true;
+    const int saved = errno;
+    const bool nb = file_now_nonblocking();
+    timeval tv{};
+    socklen_t l = sizeof tv;
+    if (!nb && kernel::getsockopt(fd(), SOL_SOCKET, reader ? SO_RCVTIMEO : SO_SNDTIMEO, &tv, &l) == 0) {
+        const int64_t us = static_cast<int64_t>(tv.tv_sec) * 1000000 + tv.tv_usec;
+        if (us != (reader ? recv_timeout_us_ : send_timeout_us_)) {
+            set_timeouts(reader ? us : -1, reader ? -1 : us);
+            timeout_us = us > 0 ? us : -1;  // from now: the kernel's call would start its timer here
+        }
+    }
+    errno = saved;
+    return !nb;
 }
 
 bool Connection::program_nodelay(int& v) const {

@@ -460,7 +460,18 @@ private:
     // go of every lock, runs the handlers held back meanwhile and calls again
     // (shim/io_path.hpp): the handler's own calls see the connection free.
     enum class Wait { ready, timeout, interrupted, restart };
+    // Before it sleeps, a wait on a socket a forked copy may hold too reads the
+    // file's O_NONBLOCK and the socket's timeout from the kernel (shared_file_settings).
     Wait wait_for(ReadyRef ready, bool reader, int64_t timeout_us);
+    // O_NONBLOCK as the kernel has it now (another process sharing the file may
+    // have set it: fcntl's own call, the shim's refuses a private dup of ours); the cache follows.
+    bool file_now_nonblocking();
+    // What a forked copy may have changed since (the file and the socket are
+    // shared): false when the file is nonblocking now (the caller answers EAGAIN,
+    // as the kernel's call would); else `timeout_us` as the kernel's
+    // SO_RCVTIMEO/SO_SNDTIMEO now says. Nothing asked where no fork came since
+    // the socket was made.
+    bool shared_file_settings(bool reader, int64_t& timeout_us);
     // A wait that did not end ready: -1 with its errno (EAGAIN after a socket
     // timeout, EINTR, ERESTART for the interposer's restart).
     static int wait_failed(Wait w);
@@ -475,6 +486,7 @@ private:
     bool own_fd_ = false;  // fd() is our private dup (keep_own_fd)
     const Role role_;
     std::atomic<bool> nonblocking_;
+    const uint64_t made_forks_;  // forks_begun() when made: since a fork a copy may share the file
     const Config& config_;
     const SocketOps& ops_;
     std::atomic<Phase> phase_{Phase::undecided};

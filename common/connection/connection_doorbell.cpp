@@ -294,6 +294,7 @@ struct Connection::Sleeper {
 };
 
 Connection::Wait Connection::wait_for(ReadyRef ready, bool reader, int64_t timeout_us) {
+    if (!shared_file_settings(reader, timeout_us)) return Wait::timeout;  // EAGAIN
     Sleeper s{*this, ready, reader};
     for (;;) {
         const signals::Seen since = signals::seen();

@@ -75,8 +75,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         // call: the shim's fcntl refuses a private dup of ours).
         if (!flags_read) {
             flags_read = true;
-            const long fl = raw_syscall(SYS_fcntl, fd(), F_GETFL);
-            if (fl >= 0 && (fl & O_NONBLOCK)) {
+            if (file_now_nonblocking()) {
                 if (total > 0) return static_cast<ssize_t>(total);
                 errno = EAGAIN;
                 return -1;

@@ -14,6 +14,7 @@ import errno
 import fcntl
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -243,6 +244,32 @@ def sendfile_in_case():
     c.close(), s.close()
 
 
+def shared_file_case():
+    """A forked child shares the file and the socket: the O_NONBLOCK or the receive timeout it sets
+    holds for the parent's next receive too (EAGAIN at once, EAGAIN after the timeout). The peer's
+    late line is the liveness bound: a receive that missed the setting reads it instead."""
+    c, s = pair()
+
+    def in_child(act):
+        pid = os.fork()
+        if pid == 0:
+            act()
+            os._exit(0)
+        os.waitpid(pid, 0)
+
+    fl = fcntl.fcntl(c.fileno(), fcntl.F_GETFL)
+    for what, act in (("O_NONBLOCK", lambda: fcntl.fcntl(c.fileno(), fcntl.F_SETFL, fl | os.O_NONBLOCK)),
+                      ("SO_RCVTIMEO", lambda: c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                                                           struct.pack("ll", 0, 300000)))):
+        in_child(act)
+        late = threading.Timer(20, lambda: s.sendall(b"late"))
+        late.start()
+        out("shared_file", f"{what} set by a child: the parent's recv {oserr(lambda: os.read(c.fileno(), 10))}")
+        late.cancel()
+        fcntl.fcntl(c.fileno(), fcntl.F_SETFL, fl)
+    c.close(), s.close()
+
+
 def efault_case():
     c, s = pair()
     fd = c.fileno()
@@ -410,7 +437,7 @@ def close_under_reader_case():
 with open(FILE, "w") as f:
     f.write("file bytes\n")
 CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, shutdown_how_case, peer_name_case, nodelay_case,
-         sendfile_in_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
+         sendfile_in_case, shared_file_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
          vfork_case, close_under_reader_case)
 chosen = [c for c in CASES if not sys.argv[4:] or c.__name__ in sys.argv[4:]]
 for case in chosen:

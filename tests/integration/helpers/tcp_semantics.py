@@ -244,6 +244,25 @@ def sendfile_in_case():
     c.close(), s.close()
 
 
+def peek_waitall_case():
+    """recv(MSG_PEEK | MSG_WAITALL) waits until all of it is queued and shows it, consuming nothing;
+    at the peer's end, or when the receive timeout passes, it shows what there is."""
+    pw = socket.MSG_PEEK | socket.MSG_WAITALL
+    c, s = pair()
+    s.sendall(b"12345")
+    rest = threading.Timer(0.2, lambda: s.sendall(b"678"))
+    rest.start()
+    out("peek_waitall", f"all of it {c.recv(8, pw)!r}, then read {c.recv(8, socket.MSG_WAITALL)!r}")
+    rest.join()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 300000))
+    s.sendall(b"xy")
+    out("peek_waitall", f"after the timeout {oserr(lambda: c.recv(8, pw))}, then read {c.recv(8)!r}")
+    s.sendall(b"ab")
+    s.shutdown(socket.SHUT_WR)
+    out("peek_waitall", f"at the end {c.recv(8, pw)!r}, then read {c.recv(8)!r} {c.recv(8)!r}")
+    c.close(), s.close()
+
+
 def shared_file_case():
     """A forked child shares the file and the socket: the O_NONBLOCK or the receive timeout it sets
     holds for the parent's next receive too (EAGAIN at once, EAGAIN after the timeout). The peer's
@@ -437,7 +456,7 @@ def close_under_reader_case():
 with open(FILE, "w") as f:
     f.write("file bytes\n")
 CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, shutdown_how_case, peer_name_case, nodelay_case,
-         sendfile_in_case, shared_file_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
+         sendfile_in_case, peek_waitall_case, shared_file_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
          vfork_case, close_under_reader_case)
 chosen = [c for c in CASES if not sys.argv[4:] or c.__name__ in sys.argv[4:]]
 for case in chosen:

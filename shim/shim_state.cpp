@@ -55,6 +55,14 @@ void at_exit() {
     }
 }
 
+// Connection::set_local_end_lookup: the connection of ours on TCP socket `ino`.
+std::shared_ptr<Connection> local_end(uint64_t ino) {
+    if (!fd_table_built()) return nullptr;
+    for (int fd : fd_table().present_in(0, INT_MAX))
+        if (auto s = fd_table().get(fd); s && s->conn && s->conn->socket_inode() == ino) return s->conn;
+    return nullptr;
+}
+
 __attribute__((constructor)) void init() {
     if (g_config) return;  // config() ran it already (a call before the constructor)
     std::vector<std::string> errors;
@@ -65,6 +73,7 @@ __attribute__((constructor)) void init() {
     refresh_current_pid();
     signals::note_process();
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    Connection::set_local_end_lookup(local_end);
     std::atexit(at_exit);
     leftover::adopt_from_env();  // bytes an exec'd-from image kept for an inherited socket
     stdin_through_kept_bytes();  // and fgets(stdin) reads them (stdio_kept.hpp)

@@ -179,6 +179,13 @@ public:
     // may be another of them (both ends of one connection in this process).
     static void hand_over_all(const std::vector<std::shared_ptr<Connection>>& cs, const char* why,
                               Unread unread = Unread::ask_peer);
+    // The connection of this process whose TCP socket has inode `ino`, or null
+    // (the shim looks in its fd table). A hand-over waits for the peer's part;
+    // where the peer's end is this process's too (a program connected to
+    // itself, or a forked child of one) the waiting thread may be the only one
+    // that could give it, so it gives it itself (take_back_for_local_peer).
+    using LocalEnd = std::shared_ptr<Connection> (*)(uint64_t ino);
+    static void set_local_end_lookup(LocalEnd f) { local_end_.store(f, std::memory_order_release); }
     // The application asked for what only the kernel's socket does (kernel_only.hpp):
     // the connection goes back to TCP, or declines a later in-band offer. False
     // when it stays where it is (RDMA rings: the way back would wait for the peer).
@@ -667,6 +674,11 @@ private:
     std::string side_channel_why_;  // server: why the same-host rendezvous found no client (the in-band path's reason starts with it)
     SpinPolicy spin_;
     static inline std::atomic<uint64_t> local_epoch_{0};
+    static inline std::atomic<LocalEnd> local_end_{nullptr};
+    // The peer's part of a hand-over, done by this process for an end it holds: its
+    // sends taken back to TCP (tried, never waited for: a writer of ours that holds
+    // the side serves it itself when the doorbell wakes it).
+    void take_back_for_local_peer();
 };
 
 

@@ -479,10 +479,24 @@ bool Connection::keep_what_the_gone_peer_left(const char* when, bool only_ended)
     return true;
 }
 
+void Connection::take_back_for_local_peer() {
+    if (phase() != Phase::upgraded || in_band()) return;
+    auto* c = transport_->tx_control();
+    if (!c || state(*c) == kBack) return;
+    std::unique_lock<SideLock> wl(write_mu_, std::try_to_lock);
+    if (!wl.owns_lock() || !lock_busy(c->writer_busy)) return;
+    take_back_locked();
+    downgrade::unlock(c->writer_busy);
+}
+
 // The peer's part, then the switch.
 bool Connection::finish_hand_over(const char* why, Unread unread) {
     cancel::Shield shield;
     auto* rc = transport_->rx_control();
+    // Both ends here: the peer's part is ours to give (set_local_end_lookup).
+    if (state(*rc) != kBack && peer_inode_ != 0 && peer_inode_ != socket_inode())
+        if (LocalEnd find = local_end_.load(std::memory_order_acquire))
+            if (auto peer = find(peer_inode_); peer && peer.get() != this) peer->take_back_for_local_peer();
     if (state(*rc) != kBack) {
         // The peer's part: it takes back at its next look at the connection,
         // or (may_claim) we take it ourselves once its writer is idle.

@@ -263,6 +263,29 @@ def peek_waitall_case():
     c.close(), s.close()
 
 
+def local_peer_case():
+    """Both ends in this one thread, bytes of the client's unread: a call that hands the server's
+    end back to TCP (a kernel-only option; a forked child's send) must not wait for a peer only
+    this thread could serve (it waited for good)."""
+    c, s = pair()
+    c.sendall(b"0123456789")
+    wait_readable(s, 10)
+    s.setsockopt(socket.IPPROTO_TCP, 36, 1)  # TCP_INQ: only the kernel's socket has it
+    c.sendall(b"more")
+    out("local_peer", f"after TCP_INQ {s.recv(14, socket.MSG_WAITALL)!r}")
+    c.close(), s.close()
+    c, s = pair()
+    c.sendall(b"0123456789")
+    wait_readable(s, 10)
+    pid = os.fork()
+    if pid == 0:
+        s.sendall(b"from-child")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    out("local_peer", f"after a forked child's send {c.recv(10, socket.MSG_WAITALL)!r} {s.recv(10, socket.MSG_WAITALL)!r}")
+    c.close(), s.close()
+
+
 def shared_file_case():
     """A forked child shares the file and the socket: the O_NONBLOCK or the receive timeout it sets
     holds for the parent's next receive too (EAGAIN at once, EAGAIN after the timeout). The peer's
@@ -456,7 +479,7 @@ def close_under_reader_case():
 with open(FILE, "w") as f:
     f.write("file bytes\n")
 CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, shutdown_how_case, peer_name_case, nodelay_case,
-         sendfile_in_case, peek_waitall_case, shared_file_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
+         sendfile_in_case, peek_waitall_case, local_peer_case, shared_file_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
          vfork_case, close_under_reader_case)
 chosen = [c for c in CASES if not sys.argv[4:] or c.__name__ in sys.argv[4:]]
 for case in chosen:

@@ -1,6 +1,7 @@
 #include "shm/leftover.hpp"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -225,8 +226,17 @@ bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int fla
     errno = saved;
     if (!served) return false;
     const size_t got = static_cast<size_t>(out);
-    if (got == 0 || got == want || !(flags & MSG_WAITALL) || (flags & MSG_PEEK)) return true;
-    // MSG_WAITALL: the rest from the kernel, as one TCP receive would wait for it.
+    if (got == 0 || got == want) return true;
+    // The kernel's queue follows the kept bytes, and one TCP receive takes what
+    // is queued after them too (a peek shows it): asked without waiting, and only
+    // when bytes are there (an empty socket's receive would take its pending
+    // error, which TCP reports after the bytes). MSG_WAITALL waits for the rest.
+    const bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
+    int queued = 0;
+    if (!waitall && (raw_syscall(SYS_ioctl, fd, FIONREAD, &queued) != 0 || queued <= 0)) {
+        errno = saved;
+        return true;
+    }
     std::vector<iovec> rest;
     size_t skip = got;
     for (size_t i = 0; i < cnt; ++i) {
@@ -241,7 +251,7 @@ bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int fla
     m.msg_iov = rest.data();
     m.msg_iovlen = rest.size();
     // (A signal or the end there: the bytes so far, as a TCP receive returns them.)
-    const ssize_t r = kernel_recvmsg(fd, &m, flags);
+    const ssize_t r = kernel_recvmsg(fd, &m, waitall ? flags : flags | MSG_DONTWAIT);
     if (r > 0) out += r;
     errno = saved;
     return true;

@@ -148,6 +148,38 @@ def asyncio_client(port, payload):
         return got
     return asyncio.run(run())
 
+# 8. exec, then one read once everything has arrived: the bytes the hand-over kept and the kernel's
+#    behind them come in that one read, as one TCP receive takes all that is queued.
+ONE_READ = ("import fcntl,os,struct,termios,time\nfd=%d\nend=time.monotonic()+20\n"
+            "while time.monotonic()<end and struct.unpack('i',fcntl.ioctl(fd,termios.FIONREAD,b'\\0'*4))[0]<%d:\n"
+            " time.sleep(0.01)\n"
+            "os.write(fd,b'one read:%%d bytes' %% len(os.read(fd,1<<20)))\n")
+HEAD, TAIL = BLOB[:1000], b"tail" * 100  # both fit the socket's receive queue
+
+def exec_one_read_body(s):
+    fd = s.fileno(); os.set_inheritable(fd, True)
+    os.execv(sys.executable, [sys.executable, "-c", ONE_READ % (fd, len(HEAD) + len(TAIL))])
+
+def one_read_client(port):
+    c = socket.create_connection((ADDR, port))
+    warm(c, False)
+    c.sendall(HEAD)
+    time.sleep(1.0)  # most likely after the exec: the tail goes over TCP, behind the kept bytes
+    c.sendall(TAIL)
+    c.shutdown(socket.SHUT_WR)
+    got = recv_all(c)
+    c.close()
+    return got
+
+if len(sys.argv) == 1 or "exec_one_read" in sys.argv[1:]:
+    l, port = listener()
+    pid = serve_child(l, exec_one_read_body)
+    l.close()
+    got = one_read_client(port)
+    os.waitpid(pid, 0)
+    print("exec_one_read: %s" % got.decode(errors="replace"))
+    sys.stdout.flush()
+
 for name, body in [("exec", exec_body), ("scm_rights", pass_body), ("scm_rights_keep", pass_keep_body), ("fork", fork_body),
                    ("vfork_dup2", vfork_body), ("fdopen", fdopen_body), ("splice", splice_body),
                    ("exec_asyncio_peer", exec_body)]:

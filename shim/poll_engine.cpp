@@ -96,6 +96,13 @@ struct PollWait {
                     fds[i].revents &= static_cast<short>(~(POLLIN | POLLRDNORM));
         for (auto& e : t) {
             if (e.sock->conn->kernel_driven()) continue;  // the kernel's answer is the answer
+            if (closed_meanwhile(e)) {
+                // Its number was closed (or names another file now): the kernel's
+                // answer for the number, POLLNVAL for a closed one, as TCP's poll
+                // looks the number up again at each pass.
+                fds[e.idx].revents = static_cast<short>(k[e.idx].revents & (fds[e.idx].events | POLLERR | POLLHUP | POLLNVAL));
+                continue;
+            }
             // The TCP socket under a ring has something (the peer's end, a reset, a
             // way-back marker): TCP's poll would report it now, not at the next wait.
             if ((k[e.idx].revents & (POLLIN | POLLERR | POLLHUP)) && e.sock->conn->drain_socket_now())
@@ -107,6 +114,9 @@ struct PollWait {
         return count;
     }
     bool peek() { return evaluate_rings() > 0; }
+    bool closed_meanwhile(const Tracked& e) const {
+        return !fd_table().contains(fds[e.idx].fd) || fd_table().get(fds[e.idx].fd) != e.sock;
+    }
     // The longest learned spin among the connections polled (spin_policy.hpp);
     // one the kernel still answers for (a rendezvous) has no ring to spin on.
     uint32_t spin_budget_us() {
@@ -268,8 +278,17 @@ int poll_engine_rings(pollfd* fds, nfds_t n, int64_t timeout_us, const sigset_t*
             continue;
         }
         auto s = fd_table().get(fds[i].fd);
-        if (s && s->conn && !s->conn->is_plain()) w.t.push_back({i, std::move(s)});
+        // Held for the call, as the kernel's poll holds each file it waits on: a
+        // close in another thread meanwhile ends nothing before the poll returns
+        // (Socket::calls). One whose last close began already: the kernel's answer.
+        if (s && s->conn && !s->conn->is_plain() && s->enter()) w.t.push_back({i, std::move(s)});
     }
+    struct Held {
+        std::vector<Tracked>& t;
+        ~Held() {
+            for (auto& e : t) e.sock->leave();
+        }
+    } held_sockets{*t};
     if (w.t.empty() && w.sets.empty()) return sleep_in_kernel(fds, n, timeout_us, mask);
     w.k.resize(n);
     cancel::Span span;  // a cancellation point (thread_cancel.hpp); the kernel's poll above is libc's

@@ -13,6 +13,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -476,11 +477,40 @@ def close_under_reader_case():
     a.close(), b.close(), s.close()
 
 
+def close_under_poll_case():
+    """close() while another thread sleeps in poll() on the socket: the poll keeps the socket (as
+    the kernel's holds each file it waits on), wakes when the peer's bytes come and reports
+    POLLNVAL alone; its return drops the last reference with those bytes unread: the peer's next
+    receive sees the reset."""
+    c, s = pair()
+    fd = c.detach()
+    res, tid = {}, []
+
+    def poller():
+        tid.append(threading.get_native_id())
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        res["got"] = p.poll(60000)
+
+    t = threading.Thread(target=poller)
+    t.start()
+    deadline = time.monotonic() + 60  # a liveness bound, not a timing threshold
+    while not (tid and blocked(tid[0])) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.close(fd)
+    s.sendall(b"after close")
+    t.join(60)
+    out("close_poller", f"poll says {res.get('got')}")
+    s.settimeout(20)
+    out("close_poller", f"peer then sees {oserr(lambda: s.recv(10))}")
+    s.close()
+
+
 with open(FILE, "w") as f:
     f.write("file bytes\n")
 CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, shutdown_how_case, peer_name_case, nodelay_case,
          sendfile_in_case, peek_waitall_case, local_peer_case, shared_file_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
-         vfork_case, close_under_reader_case)
+         vfork_case, close_under_reader_case, close_under_poll_case)
 chosen = [c for c in CASES if not sys.argv[4:] or c.__name__ in sys.argv[4:]]
 for case in chosen:
     try:

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <cerrno>
 #include <mutex>
 #include <new>
@@ -117,6 +118,17 @@ struct EpollSet {
     // wait set changes (the rings' doorbell). In the kernel half from first use;
     // closed with the set object, after every registration was taken back.
     int bell_fd = -1;
+    // Threads asleep in the kernel's wait on this set (counted under mu before
+    // they let it go). The kernel wakes them when epoll_ctl adds or changes a
+    // member that is ready, and a later event of the member wakes them; neither
+    // happens by itself for a ring-driven member whose readiness the rings hold
+    // (nobody armed its doorbell): epoll_ctl rings the set's bell for them
+    // (wake_sleepers), and they look again, arming it.
+    std::atomic<int> sleepers{0};
+    // Made by an epoll_ctl: a thread may have begun its kernel wait on the fd
+    // before (uncounted); the first wake_sleepers rings for it (so a set that
+    // ever held a ring-driven member has its bell: one more fd of ours).
+    bool uncounted = true;
     ~EpollSet() {
         if (bell_fd >= 0) close_own_fd(bell_fd);
     }
@@ -201,6 +213,17 @@ Watch watch_phase(EpollSet& set, Interest& in) {
     in.sock->conn->watch_phase(b);
     in.bell_watched = true;
     return Watch::added;
+}
+
+// epoll_ctl put a ring-driven member in the set, or changed one: a thread
+// asleep in the kernel's wait on the set (set.sleepers) looks again. The set's
+// bell wakes it (take_kernel drains it, and the scan reports or arms the
+// member); not the member's doorbell, which another thread's call on the
+// connection may drain first (a sender's look at its socket did, and the
+// waiter slept on). Called with set.mu held.
+void wake_sleepers(EpollSet& set) {
+    if (set.sleepers.load(std::memory_order_acquire) == 0 && !std::exchange(set.uncounted, false)) return;
+    if (const int b = set_bell(set); b >= 0) bell::ring(b);
 }
 
 void unwatch_phase(EpollSet& set, Interest& in) {
@@ -943,10 +966,12 @@ struct EpollWait {
     }
     int sleep(int64_t us, const signals::Seen& since) {
         int ms = us < 0 ? -1 : static_cast<int>((us + 999) / 1000);
+        set.sleepers.fetch_add(1, std::memory_order_acq_rel);
         lk.unlock();
         int nk = sleep::epoll_wait(epfd, k.data(), max, ms, mask, since);
         int saved = errno;
         lk.lock();
+        set.sleepers.fetch_sub(1, std::memory_order_acq_rel);
         errno = saved;
         return nk;
     }
@@ -1172,6 +1197,7 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
         sock->conn->step();
         sock->conn->ready_events(static_cast<short>(stored.events & kReadiness), &k);
         sync_kernel(epfd, fd, stored, k);
+        wake_sleepers(*set);
     } else if (stored.ring_driven) {
         sync_kernel(epfd, fd, stored, 0);  // it left the rings since: the kernel gets the program's events
     }
@@ -1235,34 +1261,51 @@ int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const s
     auto kernel_wait = [&](epoll_event* k, int nk, int ms) {
         return mask ? real::calls().epoll_pwait(epfd, k, nk, ms, mask) : real::calls().epoll_wait(epfd, k, nk, ms);
     };
-    if (!set || max <= 0) return kernel_wait(out, max, timeout_ms);
+    if (max <= 0) return kernel_wait(out, max, timeout_ms);
     struct KernelUse;
     Scratch<epoll_event, KernelUse> scratch;
     std::vector<epoll_event>& k = scratch.room(static_cast<size_t>(max));
+    int nk = 0;  // events of a kernel wait already made, in k
+    if (!set) {
+        // No shimmed member yet: the kernel answers. Another thread may add one
+        // meanwhile (its epoll_ctl makes the set and wakes waits that began
+        // before, EpollSet::uncounted): then the answer holds our
+        // registrations' events, with our tags for data words, and goes through
+        // the set below. (Returned as they were, a program's data.ptr was our tag.)
+        nk = kernel_wait(k.data(), max, timeout_ms);
+        if (nk > 0 && !(set = find_set(epfd, false))) std::copy_n(k.begin(), nk, out);
+        if (nk <= 0 || !set) return nk;
+    }
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);
         prune(*set);
-        if (set->watch.empty() && set->cold == 0 && set->nested.empty()) {
+        if (nk == 0) {
+            if (!set->watch.empty() || set->cold != 0 || !set->nested.empty()) {
+                lk.unlock();
+                return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, 0);
+            }
             // Nothing ring-driven: the kernel answers, we only restore data words.
+            set->sleepers.fetch_add(1, std::memory_order_acq_rel);
             lk.unlock();
-            int nk = kernel_wait(k.data(), max, timeout_ms);
+            nk = kernel_wait(k.data(), max, timeout_ms);
+            const int saved = errno;
+            set->sleepers.fetch_sub(1, std::memory_order_acq_rel);
+            errno = saved;
             if (nk <= 0) return nk;
             lk.lock();
-            // A socket turned ring-driven meanwhile, or events of ours took slots
-            // of the answer: the engine takes the events, and asks the kernel again
-            // for the slots ours took (EpollWait::check). Taken here, they left an
-            // answer short of min(maxevents, ready) (epoll_fuzz, late pass, seed 225).
-            if (!set->watch.empty() || set->cold != 0 || !set->nested.empty() || has_ours(k.data(), nk) ||
-                has_moved(*set, k.data(), nk)) {
-                lk.unlock();
-                return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, nk);
-            }
-            int n = translate(*set, k.data(), nk, out, max);
-            if (n > 0 || timeout_ms == 0) return n;
-            continue;  // nothing to report (an fd gone from the set, a nested set with nothing): look again
         }
-        lk.unlock();
-        return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, 0);
+        // A socket turned ring-driven meanwhile, or events of ours took slots
+        // of the answer: the engine takes the events, and asks the kernel again
+        // for the slots ours took (EpollWait::check). Taken here, they left an
+        // answer short of min(maxevents, ready) (epoll_fuzz, late pass, seed 225).
+        if (!set->watch.empty() || set->cold != 0 || !set->nested.empty() || has_ours(k.data(), nk) ||
+            has_moved(*set, k.data(), nk)) {
+            lk.unlock();
+            return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, nk);
+        }
+        int n = translate(*set, k.data(), nk, out, max);
+        if (n > 0 || timeout_ms == 0) return n;
+        nk = 0;  // nothing to report (an fd gone from the set, a nested set with nothing): look again
     }
 }
 }  // namespace

@@ -37,4 +37,5 @@ for i in range(3):
 for s in peers:
     s.close()
 l.close()
+ep.close()  # (the set's own bell, epoll_sets.cpp, goes with the set)
 print("eventfds left:", eventfds())

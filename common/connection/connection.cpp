@@ -273,8 +273,8 @@ unsigned Connection::wake_generation() const {
 }
 
 void Connection::set_timeouts(int64_t recv_us, int64_t send_us) {
-    if (recv_us >= 0) recv_timeout_us_ = recv_us;
-    if (send_us >= 0) send_timeout_us_ = send_us;
+    if (recv_us >= 0) recv_timeout_us_.store(recv_us, std::memory_order_relaxed);
+    if (send_us >= 0) send_timeout_us_.store(send_us, std::memory_order_relaxed);
 }
 
 bool Connection::file_now_nonblocking() {
@@ -292,7 +292,7 @@ bool Connection::shared_file_settings(bool reader, int64_t& timeout_us) {
     socklen_t l = sizeof tv;
     if (!nb && kernel::getsockopt(fd(), SOL_SOCKET, reader ? SO_RCVTIMEO : SO_SNDTIMEO, &tv, &l) == 0) {
         const int64_t us = static_cast<int64_t>(tv.tv_sec) * 1000000 + tv.tv_usec;
-        if (us != (reader ? recv_timeout_us_ : send_timeout_us_)) {
+        if (us != (reader ? recv_timeout_us_ : send_timeout_us_).load(std::memory_order_relaxed)) {
             set_timeouts(reader ? us : -1, reader ? -1 : us);
             timeout_us = us > 0 ? us : -1;  // from now: the kernel's call would start its timer here
         }
@@ -333,7 +333,7 @@ int64_t CallTimeout::left_us() const {
 }
 
 int64_t Connection::timeout_for(bool write) const {
-    int64_t t = write ? send_timeout_us_ : recv_timeout_us_;
+    const int64_t t = (write ? send_timeout_us_ : recv_timeout_us_).load(std::memory_order_relaxed);
     return t > 0 ? t : -1;
 }
 

@@ -616,7 +616,9 @@ private:
     std::atomic<bool> shut_rd_{false}, shut_wr_{false};
     // A local act raised readiness (shutdown): wake this side's own sleepers.
     void wake_local();
-    int64_t recv_timeout_us_ = -1, send_timeout_us_ = -1;
+    // SO_RCVTIMEO/SO_SNDTIMEO: the program's setsockopt, or a wait that read a
+    // forked copy's from the kernel (shared_file_settings), beside other threads' calls.
+    std::atomic<int64_t> recv_timeout_us_{-1}, send_timeout_us_{-1};
     int owner_pid_ = 0;
     uint64_t fork_gen_ = 0;  // fork_generation() when owner_pid_ was set
     uint64_t idle_seen_tx_ = ~0ull;  // tx_bytes_ at the idle pass before (give_back_idle_window)

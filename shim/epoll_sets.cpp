@@ -1272,9 +1272,9 @@ int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const s
         // before, EpollSet::uncounted): then the answer holds our
         // registrations' events, with our tags for data words, and goes through
         // the set below. (Returned as they were, a program's data.ptr was our tag.)
-        nk = kernel_wait(k.data(), max, timeout_ms);
-        if (nk > 0 && !(set = find_set(epfd, false))) std::copy_n(k.begin(), nk, out);
-        if (nk <= 0 || !set) return nk;
+        nk = kernel_wait(out, max, timeout_ms);
+        if (nk <= 0 || !(set = find_set(epfd, false))) return nk;
+        std::copy_n(out, nk, k.begin());
     }
     for (;;) {
         std::unique_lock<std::mutex> lk(set->mu);

@@ -473,6 +473,7 @@ private:
     // O_NONBLOCK as the kernel has it now (another process sharing the file may
     // have set it: fcntl's own call, the shim's refuses a private dup of ours); the cache follows.
     bool file_now_nonblocking();
+    bool wait_to_peek_all(size_t want, const CallTimeout& tmo);  // recv(MSG_PEEK | MSG_WAITALL) on a ring
     // What a forked copy may have changed since (the file and the socket are
     // shared): false when the file is nonblocking now (the caller answers EAGAIN,
     // as the kernel's call would); else `timeout_us` as the kernel's

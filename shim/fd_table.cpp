@@ -64,6 +64,7 @@ void FdTable::put(int fd, std::shared_ptr<Socket> sock) {
     s->sock = std::move(sock);
     s->closing.store(0, std::memory_order_relaxed);  // a new socket under the number
     s->present.store(true, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 std::shared_ptr<Socket> FdTable::take(int fd, bool for_close) {
@@ -73,6 +74,7 @@ std::shared_ptr<Socket> FdTable::take(int fd, bool for_close) {
     // Only a connection has a stream behind a ring to protect (a listener has none).
     if (for_close && s->sock && s->sock->conn) s->closing.store(s->sock->conn->socket_inode(), std::memory_order_relaxed);
     s->present.store(false, std::memory_order_release);  // after `closing`: a caller that sees it gone sees why
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     return std::move(s->sock);
 }
 

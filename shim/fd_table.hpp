@@ -102,6 +102,10 @@ public:
     std::shared_ptr<Socket> take(int fd, bool for_close = false);
     void closed(int fd);
     bool closing(int fd) const;
+    // Grows whenever a number leaves the table or is given another socket: a
+    // wait that holds sockets across a call (poll) looks its numbers up again
+    // only after it moved.
+    uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
     // The tracked fds in [first, last], ascending (close_range, closefrom).
     std::vector<int> present_in(unsigned first, unsigned last) const;
     // Around fork: the chunk lock is held across it (fork_lock.hpp). In a forked
@@ -121,6 +125,7 @@ private:
     };
     Slot* slot(int fd, bool create) const;
     mutable std::atomic<Slot*> chunks_[kMaxFd / kChunk] = {};
+    std::atomic<uint64_t> generation_{0};
 };
 
 FdTable& fd_table();

@@ -56,6 +56,9 @@ struct PollWait {
     // phase (a rendezvous): another thread's switch then wakes us to look again.
     int bell = -1;
     bool bell_rang = false;
+    // The table as the tracked sockets were looked up: a number closed or
+    // reused since is looked up again (closed_meanwhile), only then.
+    uint64_t table_gen = fd_table().generation();
 
     // Ring readiness of every tracked fd; returns how many are ready. Steps
     // each handshake first: a rendezvous that completed (the peer switched to
@@ -94,9 +97,10 @@ struct PollWait {
                 if ((fds[i].revents & POLLIN) && std::find(sets.begin(), sets.end(), fds[i].fd) != sets.end() &&
                     !confirm_set_ready(fds[i].fd))
                     fds[i].revents &= static_cast<short>(~(POLLIN | POLLRDNORM));
+        const bool table_moved = fd_table().generation() != table_gen;
         for (auto& e : t) {
             if (e.sock->conn->kernel_driven()) continue;  // the kernel's answer is the answer
-            if (closed_meanwhile(e)) {
+            if (table_moved && closed_meanwhile(e)) {
                 // Its number was closed (or names another file now): the kernel's
                 // answer for the number, POLLNVAL for a closed one, as TCP's poll
                 // looks the number up again at each pass.

@@ -65,7 +65,8 @@ ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize
 bool before_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t& out);
 // A receive on socket `fd` (inode `inode`): before_kernel, then what the kernel
 // has queued behind them (through `kernel_recvmsg`, without waiting), and for
-// MSG_WAITALL the rest, as one TCP receive waits for it. False when no kept bytes come first (the caller asks the kernel).
+// MSG_WAITALL the rest, as one TCP receive waits for it. False when no kept
+// bytes come first (the caller asks the kernel).
 bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int flags, ssize_t& out,
                    ssize_t (*kernel_recvmsg)(int, msghdr*, int));
 // True when a receive on `inode` would be served by before_kernel now (a poll

@@ -134,6 +134,19 @@ struct EpollSet {
     }
 };
 
+// One thread in the kernel's wait on a set, counted in set.sleepers from
+// before it lets set.mu go (so an epoll_ctl under mu sees it) until it is back.
+class CountedSleeper {
+public:
+    explicit CountedSleeper(EpollSet& set) : n_(set.sleepers) { n_.fetch_add(1, std::memory_order_acq_rel); }
+    ~CountedSleeper() { n_.fetch_sub(1, std::memory_order_acq_rel); }
+    CountedSleeper(const CountedSleeper&) = delete;
+    CountedSleeper& operator=(const CountedSleeper&) = delete;
+
+private:
+    std::atomic<int>& n_;
+};
+
 // Sets inside sets: the kernel nests at most this deep (EP_MAX_NESTS).
 constexpr int kMaxNesting = 5;
 
@@ -966,12 +979,11 @@ struct EpollWait {
     }
     int sleep(int64_t us, const signals::Seen& since) {
         int ms = us < 0 ? -1 : static_cast<int>((us + 999) / 1000);
-        set.sleepers.fetch_add(1, std::memory_order_acq_rel);
+        CountedSleeper counted(set);
         lk.unlock();
         int nk = sleep::epoll_wait(epfd, k.data(), max, ms, mask, since);
         int saved = errno;
         lk.lock();
-        set.sleepers.fetch_sub(1, std::memory_order_acq_rel);
         errno = saved;
         return nk;
     }
@@ -1285,12 +1297,11 @@ int epoll_wait_sets(int epfd, epoll_event* out, int max, int timeout_ms, const s
                 return epoll_wait_ring(epfd, *set, out, max, timeout_ms, mask, k, 0);
             }
             // Nothing ring-driven: the kernel answers, we only restore data words.
-            set->sleepers.fetch_add(1, std::memory_order_acq_rel);
-            lk.unlock();
-            nk = kernel_wait(k.data(), max, timeout_ms);
-            const int saved = errno;
-            set->sleepers.fetch_sub(1, std::memory_order_acq_rel);
-            errno = saved;
+            {
+                CountedSleeper counted(*set);
+                lk.unlock();
+                nk = kernel_wait(k.data(), max, timeout_ms);
+            }
             if (nk <= 0) return nk;
             lk.lock();
         }

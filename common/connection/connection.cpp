@@ -97,7 +97,7 @@ bool Connection::unread_at_close() {
     // The peer's bytes before its switch (or after its way back) are the
     // kernel's, whose close resets for them: no end-of-stream record may
     // precede that RST. After the switch the ring's count too.
-    if ((rx_on_tcp() || rx_back()) && kernel_inq(fd()) > 0) return true;
+    if ((rx_on_tcp() || rx_back()) && kernel::inq(fd()) > 0) return true;
     if (rx_back()) return false;
     return transport_->reader().readable_bytes_look() > 0;
 }
@@ -716,7 +716,7 @@ void Connection::close_last_reference() {
             // rings nobody reads. It learns we are gone as from an upgraded close,
             // from its ring's reader state (a reset where bytes were left unread,
             // as TCP's close with unread bytes).
-            if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process()) tell_reader_gone(kernel_inq(fd()) > 0);
+            if (phase() == Phase::rv_accepted && transport_ && owned_by_this_process()) tell_reader_gone(kernel::inq(fd()) > 0);
             break;
         case Phase::plain:
             leftover::closing_last(fd(), inode_);  // bytes a claim kept (claim_when_sole)
@@ -754,7 +754,7 @@ void Connection::close_last_reference() {
             aborted = false;
             // Bytes the kernel still holds (the peer's before its switch) would
             // make that FIN a RST, which a closed TCP socket never sends.
-            if (kernel_inq(fd()) > 0) {
+            if (kernel::inq(fd()) > 0) {
                 const int saved = errno;
                 char sink[4096];
                 while (ops_.recv(fd(), sink, sizeof sink, MSG_DONTWAIT) > 0) {}

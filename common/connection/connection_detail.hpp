@@ -68,15 +68,6 @@ inline void no_delay(int fd) {
     kernel::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-// Bytes waiting in the kernel socket (the peer's bytes before its switch). A raw
-// syscall: ioctl() is interposed, and for an upgraded fd it would ask us again.
-inline size_t kernel_inq(int fd) {
-    int q = 0;
-    int saved = errno;
-    if (raw_syscall(SYS_ioctl, fd, FIONREAD, &q) != 0) q = 0;
-    errno = saved;
-    return q > 0 ? static_cast<size_t>(q) : 0;
-}
 
 // SOL_SOCKET options from the kernel itself: getsockopt is interposed (SO_ERROR
 // takes what a ring owes), and the close path may hold the fd table's locks.

@@ -153,7 +153,7 @@ bool Connection::hand_over_in_band(const char* why) {
     // An in-band peer's kernel FIN comes with its close (drain_locked): with
     // nothing before it, the peer sent no marker and will answer none, ours
     // would only draw its kernel's RST, and what it wrote is in our ring.
-    if (!marker_out() && !peer_reset_.load() && kernel_inq(fd()) == 0 && (tcp_events(POLLRDHUP) & (POLLRDHUP | POLLHUP)))
+    if (!marker_out() && !peer_reset_.load() && kernel::inq(fd()) == 0 && (tcp_events(POLLRDHUP) & (POLLRDHUP | POLLHUP)))
         peer_closed_.store(true);
     if (can_go_back()) send_marker();
     auto* rc = transport_->rx_control();

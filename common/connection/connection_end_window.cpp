@@ -42,7 +42,7 @@ size_t Connection::fin_window() {
 // never waits for a reader blocked in another thread.)
 size_t Connection::unread_ahead() {
     size_t n = ring_readable(nullptr);
-    if (rx_on_tcp()) n += detail::kernel_inq(fd());
+    if (rx_on_tcp()) n += kernel::inq(fd());
     return n;
 }
 

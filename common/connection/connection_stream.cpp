@@ -676,7 +676,7 @@ bool Connection::tcp_part_queued(size_t* left) {
     const uint64_t at = rx_switch_at_.load(std::memory_order_acquire);
     const uint64_t got = tcp_rx_.load(std::memory_order_relaxed);
     if (at == RingControl::kNotSwitched || at < got) return false;
-    if (at > got && kernel_inq(fd()) < at - got) return false;
+    if (at > got && kernel::inq(fd()) < at - got) return false;
     if (left) *left = static_cast<size_t>(at - got);
     return true;
 }
@@ -704,7 +704,7 @@ void Connection::owe_again(int err) {
 // answers at once, so these never wait for it. Without the lock the ring is
 // walked (a look) instead of scanned.
 size_t Connection::readable_bytes() {
-    if (phase() == Phase::rv_accepted) return kernel_inq(fd());
+    if (phase() == Phase::rv_accepted) return kernel::inq(fd());
     if (phase() != Phase::upgraded) return 0;
     if (rx_on_tcp()) {
         // Before the peer's switch offset: the TCP bytes up to it and, once all
@@ -712,7 +712,7 @@ size_t Connection::readable_bytes() {
         // waiting, and TCP counts every such byte (a count of the TCP part alone
         // held a reader that waits for FIONREAD to reach what was sent).
         size_t tcp_part = 0;
-        if (!tcp_part_queued(&tcp_part)) return kernel_inq(fd());
+        if (!tcp_part_queued(&tcp_part)) return kernel::inq(fd());
         return tcp_part + std::min<uint64_t>(ring_readable(nullptr), rx_room());
     }
     return std::min<uint64_t>(ring_readable(nullptr), rx_room());  // nothing past our shutdown both ways
@@ -741,7 +741,7 @@ uint64_t Connection::arrivals() {
         // for EOF that saw only an empty queue missed a FIN behind unread bytes:
         // an edge-triggered reader waiting for it slept on, epoll_fuzz with the
         // switch deferred.)
-        size_t q = kernel_inq(fd());
+        size_t q = kernel::inq(fd());
         int saved = errno;
         pollfd p{fd(), POLLRDHUP, 0};
         const bool fin = ops_.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));

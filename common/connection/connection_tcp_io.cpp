@@ -105,7 +105,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
         // An error (a reset) after a part moved: TCP's call returns the count
         // and leaves the error, and SIGPIPE, to the next call; asking the socket
         // again would take them. (Bytes still queued are read first, as TCP does.)
-        if (rc > 0 && total > 0 && (p.revents & POLLERR) && (write || kernel_inq(fd()) == 0)) return static_cast<ssize_t>(total);
+        if (rc > 0 && total > 0 && (p.revents & POLLERR) && (write || kernel::inq(fd()) == 0)) return static_cast<ssize_t>(total);
         // Ready, or the deadline: the next look says which.
     }
 }
@@ -117,7 +117,7 @@ ssize_t Connection::tcp_io(bool write, const iovec* iov, int iovcnt, int flags) 
 // asked: -1 with ECONNRESET, the error left for the program.
 ssize_t Connection::peek_tcp(void* buf, size_t n) {
     pollfd p{fd(), 0, 0};  // POLLERR is reported whatever is asked
-    if (ops_.poll(&p, 1, 0) > 0 && (p.revents & POLLERR) && kernel_inq(fd()) == 0) {
+    if (ops_.poll(&p, 1, 0) > 0 && (p.revents & POLLERR) && kernel::inq(fd()) == 0) {
         errno = ECONNRESET;
         return -1;
     }

@@ -21,6 +21,7 @@
 #include "base/log.hpp"
 #include "sys/iov_check.hpp"
 #include "sys/process_id.hpp"
+#include "sys/kernel_calls.hpp"
 #include "sys/raw_syscall.hpp"
 
 namespace rdmasock::leftover {
@@ -232,8 +233,7 @@ bool receive_first(int fd, uint64_t inode, const iovec* iov, size_t cnt, int fla
     // when bytes are there (an empty socket's receive would take its pending
     // error, which TCP reports after the bytes). MSG_WAITALL waits for the rest.
     const bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
-    int queued = 0;
-    if (!waitall && (raw_syscall(SYS_ioctl, fd, FIONREAD, &queued) != 0 || queued <= 0)) {
+    if (!waitall && kernel::inq(fd) == 0) {
         errno = saved;
         return true;
     }

@@ -9,9 +9,13 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+
+#include <cerrno>
+#include <cstddef>
 
 #include "sys/raw_syscall.hpp"
 
@@ -69,6 +73,17 @@ inline int getpid() { return static_cast<int>(raw_syscall(SYS_getpid)); }
 // `timeout` (relative) when one is given.
 inline long futex(void* word, int op, unsigned val, const struct timespec* timeout = nullptr) {
     return raw_syscall(SYS_futex, word, op, val, timeout);
+}
+// Bytes waiting in a socket's receive queue (FIONREAD; for a connection, the
+// peer's bytes before its switch): 0 on any error, errno kept (asked in passing,
+// inside another call's answer). Raw: ioctl() is interposed, and for an
+// upgraded fd it would ask the shim again.
+inline size_t inq(int fd) {
+    int q = 0;
+    const int saved = errno;
+    if (raw_syscall(SYS_ioctl, fd, FIONREAD, &q) != 0) q = 0;
+    errno = saved;
+    return q > 0 ? static_cast<size_t>(q) : 0;
 }
 inline int fstat(int fd, struct stat* st) { return static_cast<int>(raw_syscall(SYS_fstat, fd, st)); }
 inline int stat(const char* path, struct stat* st) { return static_cast<int>(raw_syscall(SYS_newfstatat, AT_FDCWD, path, st, 0)); }

@@ -2,6 +2,7 @@
 // the kernel; others go through the poll engine.
 #include <sys/select.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <vector>
@@ -34,21 +35,33 @@ int select_via_poll(int nfds, fd_set* r, fd_set* w, fd_set* x, int64_t timeout_u
         if (x && FD_ISSET(fd, x)) ev |= POLLPRI;
         if (ev) p.push_back({fd, ev, 0});
     }
-    int rc = shim::poll_engine(p.data(), p.size(), timeout_us, mask);
+    // The kernel's select refuses a number that is not open when the call
+    // begins (EBADF), but one closed while it waits is ready in every set it
+    // was asked in, at its next look (fs/select.c: POLLIN_SET, POLLOUT_SET and
+    // POLLEX_SET hold EPOLLNVAL). A first look that does not wait tells the two
+    // apart; a call that finds something ready there makes only that look.
+    const int64_t start = shim::now_us();
+    int rc = shim::poll_engine(p.data(), p.size(), 0, mask);
     if (rc < 0) return rc;
     for (auto& e : p)
         if (e.revents & POLLNVAL) {
             errno = EBADF;
             return -1;
         }
+    if (rc == 0 && timeout_us != 0) {
+        const int64_t left = timeout_us < 0 ? -1 : std::max<int64_t>(0, timeout_us - (shim::now_us() - start));
+        rc = shim::poll_engine(p.data(), p.size(), left, mask);
+        if (rc < 0) return rc;
+    }
     if (r) FD_ZERO(r);
     if (w) FD_ZERO(w);
     if (x) FD_ZERO(x);
     int count = 0;
     for (auto& e : p) {
-        if (r && (e.events & POLLIN) && (e.revents & (POLLIN | POLLHUP | POLLERR))) FD_SET(e.fd, r), ++count;
-        if (w && (e.events & POLLOUT) && (e.revents & (POLLOUT | POLLERR))) FD_SET(e.fd, w), ++count;
-        if (x && (e.events & POLLPRI) && (e.revents & POLLPRI)) FD_SET(e.fd, x), ++count;
+        const short closed = (e.revents & POLLNVAL) ? e.events : 0;
+        if (r && (e.events & POLLIN) && ((e.revents & (POLLIN | POLLHUP | POLLERR)) || closed)) FD_SET(e.fd, r), ++count;
+        if (w && (e.events & POLLOUT) && ((e.revents & (POLLOUT | POLLERR)) || closed)) FD_SET(e.fd, w), ++count;
+        if (x && (e.events & POLLPRI) && ((e.revents & POLLPRI) || closed)) FD_SET(e.fd, x), ++count;
     }
     return count;
 }

@@ -449,7 +449,7 @@ def blocked(tid):
             nr = f.read().split()[0]
     except OSError:
         return False
-    return state == "S" and nr in ("0", "7", "45", "47", "271")
+    return state == "S" and nr in ("0", "7", "23", "45", "47", "270", "271")
 
 
 def close_under_reader_case():
@@ -506,11 +506,44 @@ def close_under_poll_case():
     s.close()
 
 
+def close_under_select_case():
+    """close() while another thread sleeps in select() on the socket: the kernel's select does not
+    wake for it, and at its next look (here another socket's bytes) reports the closed number ready
+    in every set it was asked in; a number closed before the call is EBADF."""
+    c, s = pair()
+    fd = c.detach()
+    a, b = socket.socketpair()
+    res, tid = {}, []
+
+    def selector():
+        tid.append(threading.get_native_id())
+        def names(fds):
+            return ["sock" if n == fd else "other" for n in fds]
+        res["got"] = oserr(lambda: tuple(map(names, select.select([fd, a.fileno()], [], [fd], 60))))
+
+    t = threading.Thread(target=selector)
+    t.start()
+    deadline = time.monotonic() + 60  # a liveness bound, not a timing threshold
+    while not (tid and blocked(tid[0])) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.close(fd)
+    b.sendall(b"wake")
+    t.join(60)
+    out("close_selector", f"select says {res.get('got')}")
+    s.settimeout(20)
+    out("close_selector", f"peer then sees {oserr(lambda: s.recv(10))}")
+    c2, s2 = pair()
+    fd2 = c2.detach()
+    os.close(fd2)
+    out("close_selector", f"a closed number beside a socket: {oserr(lambda: select.select([fd2, s2.fileno()], [], [], 0))}")
+    a.close(), b.close(), s.close(), s2.close()
+
+
 with open(FILE, "w") as f:
     f.write("file bytes\n")
 CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, shutdown_how_case, peer_name_case, nodelay_case,
          sendfile_in_case, peek_waitall_case, local_peer_case, shared_file_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
-         vfork_case, close_under_reader_case, close_under_poll_case)
+         vfork_case, close_under_reader_case, close_under_poll_case, close_under_select_case)
 chosen = [c for c in CASES if not sys.argv[4:] or c.__name__ in sys.argv[4:]]
 for case in chosen:
     try:

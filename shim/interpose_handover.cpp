@@ -343,10 +343,10 @@ ssize_t recvmsg_taking_leftovers(int fd, msghdr* msg, int flags) {
         const uint64_t ino = leftover::memfd_inode(f);
         bool passed = false;
         for (int g : fds) passed = passed || leftover::inode_of(g) == ino;
-        if (!passed || !leftover::adopt(f)) {
-            if (passed) RS_LOG(error, "fd %d: the bytes kept for a passed socket could not be taken over", fd);
+        if (!passed)
             raw_syscall(SYS_close, f);
-        }
+        else
+            leftover::adopt(f, ino);  // (closes it when refused, and says why)
     }
     // Then the message as the program's buffer holds it.
     char* dst = static_cast<char*>(msg->msg_control);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ring/downgrade.hpp"
+#include "shm/memfd_segment.hpp"
 #include "shm/peer_check.hpp"
 #include "base/log.hpp"
 #include "sys/iov_check.hpp"
@@ -46,12 +47,21 @@ struct Header {
 };
 static_assert(sizeof(Header) == 64);
 
+// The header's words that never change after `keep` are read once, when the
+// memfd is made or adopted, and kept here: a process that passed it may still
+// map it and write them (the mutable words, consumed, lock, fin and owed_err,
+// are checked at each use).
 struct Entry {
     uint64_t inode;
     int fd;  // close-on-exec, except while an exec passes it
     Header* h;
     size_t size;
+    uint64_t length;  // bytes after the header, within `size`
+    bool first;       // Order::before_kernel
 };
+
+// A kept memfd holds at most one ring's bytes (RDMASOCK_RING_SIZE is at most 1G).
+constexpr uint64_t kMaxKept = 1ull << 30;
 
 std::mutex g_mu;
 std::vector<Entry>* g_entries;  // never freed: a process keeps few
@@ -65,27 +75,30 @@ Entry* find_locked(uint64_t inode) {
     return nullptr;
 }
 
-bool unread(const Header* h) { return h->consumed.load(std::memory_order_acquire) < h->length; }
-bool first(const Header* h) { return h->order == static_cast<uint32_t>(Order::before_kernel); }
+bool unread(const Entry& e) { return e.h->consumed.load(std::memory_order_acquire) < e.length; }
 // Bytes, or the writer's end, still to be served before the kernel's.
-bool first_owed(const Header* h) { return first(h) && (unread(h) || h->fin.load(std::memory_order_acquire) == 1); }
+bool first_owed(const Entry& e) { return e.first && (unread(e) || e.h->fin.load(std::memory_order_acquire) == 1); }
 
 // Anything left for a reader: bytes, or (before_kernel) the writer's end.
-bool owed(const Header* h) { return unread(h) || first_owed(h); }
+bool owed(const Entry& e) { return unread(e) || first_owed(e); }
+
+// The reset a receive reports after the bytes: one the kernel reports, or none.
+int owed_error(int v) { return v == ECONNRESET || v == EPIPE || v == ETIMEDOUT ? v : 0; }
 
 // Whether a receive must look here before the kernel: kept true while any
 // entry owes something first, so plain receives stop paying for the look.
 void refresh_first_locked() {
     bool owed = false;
     if (g_entries)
-        for (auto& e : *g_entries) owed = owed || first_owed(e.h);
+        for (auto& e : *g_entries) owed = owed || first_owed(e);
     g_any_first.store(owed, std::memory_order_release);
 }
 
 // Copies kept bytes from `at` into `iov` (the caller holds h->lock); moves
 // the consumed count past them unless MSG_PEEK. Returns how many.
-size_t serve(Header* h, uint64_t at, const iovec* iov, int cnt, int flags) {
-    const uint64_t len = h->length;
+size_t serve(const Entry& e, uint64_t at, const iovec* iov, int cnt, int flags) {
+    Header* h = e.h;
+    const uint64_t len = e.length;
     const uint8_t* src = reinterpret_cast<const uint8_t*>(h + 1) + at;
     size_t n = 0;
     for (int i = 0; i < cnt && at + n < len; ++i) {
@@ -147,7 +160,7 @@ bool keep(uint64_t inode, const void* data, size_t len, Order order, bool fin) {
     h->fin.store(order == Order::before_kernel && fin ? 1 : 0);
     std::memcpy(reinterpret_cast<uint8_t*>(h + 1), data, len);
     std::lock_guard<std::mutex> lk(g_mu);
-    add_locked(Entry{inode, fd, h, size});
+    add_locked(Entry{inode, fd, h, size, len, order == Order::before_kernel});
     return true;
 }
 
@@ -155,7 +168,7 @@ bool pending(uint64_t inode) {
     if (!any()) return false;
     std::lock_guard<std::mutex> lk(g_mu);
     Entry* e = find_locked(inode);
-    return e && owed(e->h);
+    return e && owed(*e);
 }
 
 ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t r, int err) {
@@ -165,42 +178,44 @@ ssize_t after_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize
     };
     if (r > 0 || inode == 0 || !any()) return kernels();
     if (r < 0 && err != ECONNRESET && err != EPIPE && err != ETIMEDOUT) return kernels();
-    Header* h;
+    Entry e;
     {
         std::lock_guard<std::mutex> lk(g_mu);
-        Entry* e = find_locked(inode);
-        if (!e || first(e->h)) return kernels();  // (before_kernel's)
-        h = e->h;
+        const Entry* found = find_locked(inode);
+        if (!found || found->first) return kernels();  // (before_kernel's)
+        e = *found;
     }
+    Header* h = e.h;
     if (!downgrade::lock(h->lock, current_pid())) return kernels();
-    const uint64_t len = h->length, at = std::min(h->consumed.load(std::memory_order_acquire), len);
+    const uint64_t len = e.length, at = std::min(h->consumed.load(std::memory_order_acquire), len);
     if (at == len) {
-        const int owed = (flags & MSG_PEEK) ? h->owed_err.load() : h->owed_err.exchange(0);
+        const int owed = owed_error((flags & MSG_PEEK) ? h->owed_err.load() : h->owed_err.exchange(0));
         downgrade::unlock(h->lock);
         if (r < 0 || !owed) return kernels();
         errno = owed;  // the peer's reset, after its last bytes (as TCP reports it)
         return -1;
     }
     if (r < 0) h->owed_err.store(err);
-    const size_t n = serve(h, at, iov, cnt, flags);
+    const size_t n = serve(e, at, iov, cnt, flags);
     downgrade::unlock(h->lock);
     return static_cast<ssize_t>(n);
 }
 
 bool before_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t& out) {
     if (!any_first() || inode == 0) return false;
-    Header* h;
+    Entry e;
     {
         std::lock_guard<std::mutex> lk(g_mu);
-        Entry* e = find_locked(inode);
-        if (!e || !first_owed(e->h)) return false;
-        h = e->h;
+        const Entry* found = find_locked(inode);
+        if (!found || !first_owed(*found)) return false;
+        e = *found;
     }
+    Header* h = e.h;
     if (!downgrade::lock(h->lock, current_pid())) return false;
-    const uint64_t len = h->length, at = std::min(h->consumed.load(std::memory_order_acquire), len);
+    const uint64_t len = e.length, at = std::min(h->consumed.load(std::memory_order_acquire), len);
     bool served = true;
     if (at < len) {
-        out = static_cast<ssize_t>(serve(h, at, iov, cnt, flags));
+        out = static_cast<ssize_t>(serve(e, at, iov, cnt, flags));
     } else if (h->fin.load(std::memory_order_acquire) == 1) {
         // The writer's end, once (a writer stopped before its shim could end
         // the kernel's stream: it does when it runs again; the kernel says so then).
@@ -210,7 +225,7 @@ bool before_kernel(uint64_t inode, const iovec* iov, int cnt, int flags, ssize_t
         served = false;  // another process took the last of them meanwhile
     }
     downgrade::unlock(h->lock);
-    if (served && !first_owed(h)) {
+    if (served && !first_owed(e)) {
         std::lock_guard<std::mutex> lk(g_mu);
         refresh_first_locked();
     }
@@ -269,7 +284,7 @@ size_t unread_bytes(uint64_t inode) {
     const Entry* e = find_locked(inode);
     if (!e) return 0;
     const uint64_t consumed = e->h->consumed.load(std::memory_order_acquire);
-    return consumed < e->h->length ? static_cast<size_t>(e->h->length - consumed) : 0;
+    return consumed < e->length ? static_cast<size_t>(e->length - consumed) : 0;
 }
 
 std::vector<uint64_t> known_inodes() {
@@ -285,7 +300,7 @@ bool first_pending(uint64_t inode) {
     if (!any_first() || inode == 0) return false;
     std::lock_guard<std::mutex> lk(g_mu);
     Entry* e = find_locked(inode);
-    return e && first_owed(e->h);
+    return e && first_owed(*e);
 }
 
 void drop(uint64_t inode) {
@@ -294,7 +309,7 @@ void drop(uint64_t inode) {
     Entry* e = find_locked(inode);
     if (!e) return;
     RS_LOG(debug, "kept bytes of socket %llu dropped (%s): its last descriptor here closed",
-           static_cast<unsigned long long>(inode), owed(e->h) ? "unread" : "all read");
+           static_cast<unsigned long long>(inode), owed(*e) ? "unread" : "all read");
     munmap(e->h, e->size);
     raw_syscall(SYS_close, e->fd);
     *e = g_entries->back();
@@ -319,7 +334,7 @@ void closing_last(int fd, uint64_t inode) {
 int memfd_of(uint64_t inode) {
     std::lock_guard<std::mutex> lk(g_mu);
     Entry* e = find_locked(inode);
-    return e && owed(e->h) ? e->fd : -1;
+    return e && owed(*e) ? e->fd : -1;
 }
 
 uint64_t memfd_inode(int fd) {
@@ -334,21 +349,42 @@ uint64_t memfd_inode(int fd) {
     return h.inode;
 }
 
-bool adopt(int fd) {
-    struct stat st;
-    Header* h = nullptr;
-    const int seals = fcntl(fd, F_GET_SEALS);
-    const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-    if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(Header) || seals < 0 || (seals & want) != want ||
-        !(h = map_fd(fd, static_cast<size_t>(st.st_size))) || h->magic != kMagic ||
-        h->length > static_cast<size_t>(st.st_size) - sizeof(Header) || h->order > 1 || h->fin.load() > 2) {
-        if (h) munmap(h, static_cast<size_t>(st.st_size));
+bool adopt(int fd, uint64_t inode) {
+    // The sender may be another user, or hostile: the memfd must be one we can
+    // map safely, made by this user or root (a stranger's kept bytes would be
+    // served as the socket's own), and what we register is one look at its
+    // header, bounded by the mapping; the socket is the one passed with it.
+    struct stat st {};
+    const char* why = nullptr;
+    size_t size = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < sizeof(Header) ||
+        static_cast<uint64_t>(st.st_size) > sizeof(Header) + kMaxKept)
+        why = "not a kept-bytes memfd of a possible size";
+    else if (st.st_uid != geteuid() && st.st_uid != 0)
+        why = "made by another user";
+    else
+        why = unsafe_to_map(fd, size = static_cast<size_t>(st.st_size));
+    Header* h = why ? nullptr : map_fd(fd, size);
+    if (!why && !h) why = "cannot map it";
+    uint64_t length = 0;
+    uint32_t order = 0;
+    if (h) {
+        length = __atomic_load_n(&h->length, __ATOMIC_RELAXED);
+        order = __atomic_load_n(&h->order, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&h->magic, __ATOMIC_RELAXED) != kMagic || __atomic_load_n(&h->inode, __ATOMIC_RELAXED) != inode ||
+            length > size - sizeof(Header) || order > 1 || h->fin.load() > 2)
+            why = "its header is not one a shim wrote for this socket";
+    }
+    if (why) {
+        RS_LOG(error, "socket %llu: the bytes kept for it, passed with it, are refused (%s)",
+               static_cast<unsigned long long>(inode), why);
+        if (h) munmap(h, size);
         raw_syscall(SYS_close, fd);
         return false;
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     std::lock_guard<std::mutex> lk(g_mu);
-    add_locked(Entry{h->inode, fd, h, static_cast<size_t>(st.st_size)});
+    add_locked(Entry{inode, fd, h, size, length, order == static_cast<uint32_t>(Order::before_kernel)});
     return true;
 }
 
@@ -357,7 +393,7 @@ std::string for_exec() {
     std::lock_guard<std::mutex> lk(g_mu);
     if (!g_entries) return out;
     for (auto& e : *g_entries) {
-        if (!owed(e.h)) continue;
+        if (!owed(e)) continue;
         fcntl(e.fd, F_SETFD, 0);
         if (!out.empty()) out += ',';
         out += std::to_string(e.fd);
@@ -375,7 +411,8 @@ void adopt_from_env() {
         if (end == std::string::npos) end = list.size();
         char* stop;
         long fd = strtol(list.c_str() + at, &stop, 10);
-        if (stop != list.c_str() + at && fd >= 0 && memfd_inode(static_cast<int>(fd)) != 0) adopt(static_cast<int>(fd));
+        if (stop != list.c_str() + at && fd >= 0)
+            if (const uint64_t inode = memfd_inode(static_cast<int>(fd))) adopt(static_cast<int>(fd), inode);
         at = end + 1;
     }
 }

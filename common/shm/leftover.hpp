@@ -92,9 +92,11 @@ void closing_last(int fd, uint64_t inode);
 int memfd_of(uint64_t inode);
 // A received fd that is a kept-bytes memfd of a shim: its socket's inode, else 0.
 uint64_t memfd_inode(int fd);
-// Takes over a memfd received with its socket (SCM_RIGHTS) or inherited
-// (exec): maps and registers it. Closes `fd` either way.
-bool adopt(int fd);
+// Takes over a memfd received with its socket `inode` (SCM_RIGHTS) or
+// inherited (exec): checks it (a safe memfd of this user or root, its header
+// written for that socket), maps and registers it; refused with a log line.
+// Closes `fd` either way.
+bool adopt(int fd, uint64_t inode);
 // Every memfd with unread bytes, for an exec: "fd,fd,...", empty if none; the
 // fds are made inheritable.
 std::string for_exec();

@@ -70,23 +70,26 @@ bool MemfdSegment::create(size_t size, size_t charge, std::string& err) {
     return true;
 }
 
+const char* unsafe_to_map(int fd, size_t size) {
+    // Without these seals the sender could shrink the file under our mapping (SIGBUS).
+    const int seals = kernel::fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || (seals & kSeals) != kSeals) return "not sealed";
+    // A memfd of the kernel's shmem mount, whose holes fault in without a size
+    // limit; a hugetlbfs memfd (sealable too) could run out of pages into SIGBUS.
+    struct statfs fs {};
+    if (fstatfs(fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC) return "not a shared-memory memfd";
+    // The sender chose the size: it must leave the program its address space.
+    if (!memory_budget::address_space_allows(size)) return "not enough address space for it (RLIMIT_AS)";
+    return nullptr;
+}
+
 bool MemfdSegment::attach(int fd, size_t size, std::string& err) {
     fd_ = fd;
     struct stat st {};
     if (fd < 0 || fstat(fd, &st) != 0) return err = "no segment fd", false;
     if (!S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) != size)
         return err = "the peer's segment has the wrong size or type", false;
-    // Without these seals the peer could shrink the file under our mapping (SIGBUS).
-    int seals = kernel::fcntl(fd, F_GET_SEALS);
-    if (seals < 0 || (seals & kSeals) != kSeals) return err = "the peer's segment is not sealed", false;
-    // A memfd of the kernel's shmem mount, whose holes fault in without a size
-    // limit; a hugetlbfs memfd (sealable too) could run out of pages into SIGBUS.
-    struct statfs fs {};
-    if (fstatfs(fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC)
-        return err = "the peer's segment is not a shared-memory memfd", false;
-    // The peer chose the size: it must leave the program its address space.
-    if (!memory_budget::address_space_allows(size))
-        return err = "not enough address space for the peer's rings (RLIMIT_AS)", false;
+    if (const char* why = unsafe_to_map(fd, size)) return err = std::string("the peer's segment: ") + why, false;
     data_ = map_shared(fd, size);
     if (!data_) return err = errno_text("mmap"), false;
     size_ = size;

@@ -20,6 +20,13 @@
 
 namespace rdmasock {
 
+// Why a memfd another process passed us may not be mapped, nullptr when it
+// may: the seals that keep it from shrinking under our mapping (SIGBUS), the
+// kernel's shmem mount (a hugetlbfs memfd can run out of pages into SIGBUS),
+// and an address space that leaves the program room for its `size` bytes.
+// (MemfdSegment::attach for the peer's rings; leftover::adopt for kept bytes.)
+const char* unsafe_to_map(int fd, size_t size);
+
 class MemfdSegment {
 public:
     MemfdSegment() = default;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <mutex>
 #include <new>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -1071,8 +1072,8 @@ int epoll_wait_ring(int epfd, EpollSet& set, epoll_event* out, int max, int time
 }
 
 // The epoll fds this process made (epoll_create*), until they are closed: a set
-// may get its first shimmed socket after it was nested. (One inherited or dup'd
-// is not known until it holds a shimmed socket.)
+// may get its first shimmed socket after it was nested, and its dups are the
+// same set (epoll_dup). (One inherited is not known until it holds a shimmed socket.)
 std::unordered_set<int>* g_made = new std::unordered_set<int>();
 
 std::atomic<bool> g_any_made{false};
@@ -1086,6 +1087,22 @@ void forget_made(unsigned first, unsigned last) {
 bool made_here(int fd) {
     std::lock_guard<std::mutex> lk(g_mu);
     return g_made->count(fd) != 0;
+}
+
+// A number of `set` was closed (its g_sets entry erased, g_mu held): another
+// number of the same instance, if one is left (a dup), or -1.
+int other_number_locked(const std::shared_ptr<EpollSet>& set) {
+    for (auto& [fd, s] : *g_sets)
+        if (s == set) return fd;
+    return -1;
+}
+
+// After a number of `set` closed: retired if it was the instance's last here,
+// else its kernel calls go through a number still open.
+void closed_number(const std::shared_ptr<EpollSet>& set, int closed, int other) {
+    if (other < 0) return retire_set(*set);
+    std::lock_guard<std::mutex> lk(set->mu);
+    if (set->epfd == closed) set->epfd = other;
 }
 
 // A set registered in another (EPOLL_CTL_ADD/MOD of `fd` in epfd): a wait on the
@@ -1127,6 +1144,28 @@ void epoll_created(int fd) {
     std::lock_guard<std::mutex> lk(g_mu);
     g_made->insert(fd);
     g_any_made = true;
+}
+
+void epoll_dup(int oldfd, int newfd) {
+    if (newfd < 0 || oldfd == newfd || in_vfork_child()) return;
+    if (!g_any_made.load(std::memory_order_relaxed) && !g_any.load(std::memory_order_relaxed)) return;
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_sets->find(oldfd);
+    const bool made = g_made->count(oldfd) != 0;
+    if (it == g_sets->end() && !made) return;  // not an epoll fd we know
+    if (made) g_made->insert(newfd);
+    std::shared_ptr<EpollSet> set;
+    if (it != g_sets->end()) {
+        set = it->second;
+    } else {
+        // Made now, while the instance has one number: the first socket added
+        // through either number then finds the set the other one waits on.
+        set = std::make_shared<EpollSet>();
+        set->epfd = oldfd;
+        (*g_sets)[oldfd] = set;
+        g_any = true;
+    }
+    (*g_sets)[newfd] = set;
 }
 
 Exposed expose_set(int epfd) {
@@ -1327,15 +1366,20 @@ void epoll_forget(int fd, bool tracked_socket) {
     if (!g_any.load(std::memory_order_relaxed)) return;
     std::vector<std::pair<int, std::shared_ptr<EpollSet>>> sets;
     std::shared_ptr<EpollSet> closed;
+    int other = -1;
     {
         std::lock_guard<std::mutex> lk(g_mu);
-        if (auto it = g_sets->find(fd); it != g_sets->end()) closed = it->second, g_sets->erase(it);
+        if (auto it = g_sets->find(fd); it != g_sets->end()) {
+            closed = it->second;
+            g_sets->erase(it);
+            other = other_number_locked(closed);
+        }
         if (tracked_socket)  // shim-internal fds (shm, registry) are in no set
             for (auto& [epfd, set] : *g_sets) sets.emplace_back(epfd, set);
     }
     // Set locks are taken without g_mu held: a thread inside a wait may hold a
     // set lock and need g_mu.
-    if (closed) retire_set(*closed);
+    if (closed) closed_number(closed, fd, other);
     for (auto& [epfd, set] : sets) {
         std::lock_guard<std::mutex> lk(set->mu);
         if (auto it = set->fds.find(fd); it != set->fds.end()) forget_interest(*set, epfd, it);
@@ -1409,16 +1453,17 @@ void epoll_forget_socket(const Socket* sock) {
 void epoll_forget_sets_in(unsigned first, unsigned last) {
     forget_made(first, last);
     if (!g_any.load(std::memory_order_relaxed)) return;
-    std::vector<std::shared_ptr<EpollSet>> closed;
+    std::vector<std::tuple<std::shared_ptr<EpollSet>, int, int>> closed;  // set, number closed, one left
     {
         std::lock_guard<std::mutex> lk(g_mu);
         for (auto it = g_sets->begin(); it != g_sets->end();) {
             const auto fd = static_cast<unsigned>(it->first);
-            if (fd >= first && fd <= last) closed.push_back(it->second), it = g_sets->erase(it);
+            if (fd >= first && fd <= last) closed.emplace_back(it->second, it->first, -1), it = g_sets->erase(it);
             else ++it;
         }
+        for (auto& [set, fd, other] : closed) other = other_number_locked(set);
     }
-    for (auto& set : closed) retire_set(*set);
+    for (auto& [set, fd, other] : closed) closed_number(set, fd, other);
 }
 
 }  // namespace rdmasock::shim

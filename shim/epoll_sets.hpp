@@ -51,6 +51,10 @@ struct Exposed {
 // epoll_create/epoll_create1 made `fd` (known to be a set if it is nested later).
 void epoll_created(int fd);
 int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev);
+// dup, dup2, dup3 or fcntl(F_DUPFD*) made `newfd` another number of `oldfd`'s
+// epoll instance: one emulated set answers for both (tokio's mio registers
+// through a dup and waits on the original). Nothing for other fds.
+void epoll_dup(int oldfd, int newfd);
 // Whether epfd names a set holding (or having held) a tracked socket.
 bool epoll_emulated(int epfd);
 // Whether any set is emulated at all (a cheap look, no lock).

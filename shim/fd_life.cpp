@@ -48,6 +48,8 @@ int track_dup(int oldfd, int newfd) {
         s->fd_refs.fetch_add(1);
         s->dupped.store(true, std::memory_order_relaxed);
         fd_table().put(newfd, s);
+    } else {
+        epoll_dup(oldfd, newfd);
     }
     return newfd;
 }

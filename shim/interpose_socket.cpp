@@ -310,8 +310,8 @@ int fcntl(int fd, int cmd, ...) {
     }
     int r = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? shim::again_if_table_full([&] { return calls().fcntl(fd, cmd, arg); })
                                                       : calls().fcntl(fd, cmd, arg);
+    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) return kept(shim::track_dup(fd, r));  // (a socket's, an epoll set's)
     if (r < 0 || !fd_table().contains(fd)) return kept(r);
-    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return kept(shim::track_dup(fd, r));
     if (cmd == F_SETFL) {
         if (auto s = fd_table().get(fd)) {
             bool nb = reinterpret_cast<intptr_t>(arg) & O_NONBLOCK;

@@ -449,7 +449,7 @@ def blocked(tid):
             nr = f.read().split()[0]
     except OSError:
         return False
-    return state == "S" and nr in ("0", "7", "23", "45", "47", "270", "271")
+    return state == "S" and nr in ("0", "7", "23", "45", "47", "232", "270", "271", "281", "441")
 
 
 def close_under_reader_case():
@@ -539,11 +539,54 @@ def close_under_select_case():
     a.close(), b.close(), s.close(), s2.close()
 
 
+def epoll_dup_case():
+    """One epoll instance under several numbers (tokio's mio registers through a dup and waits on
+    the original): a wait on either number reports what was registered through the other, with the
+    program's data word; a socket added through the dup wakes a wait already asleep on the original;
+    the instance outlives the number it was made under; dup2 onto another number."""
+    c, s = pair()
+    ep = select.epoll()
+    ep2 = select.epoll.fromfd(os.dup(ep.fileno()))
+
+    def seen(e, timeout):
+        return [("sock" if fd == c.fileno() else fd, ev) for fd, ev in e.poll(timeout)]
+
+    ep2.register(c.fileno(), select.EPOLLIN)
+    s.sendall(b"one")
+    out("epoll_dup", f"the original sees {seen(ep, 20)}, reads {c.recv(10)!r}")
+    ep2.unregister(c.fileno())
+    res, tid = {}, []
+
+    def waiter():
+        tid.append(threading.get_native_id())
+        res["got"] = seen(ep, 60)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    deadline = time.monotonic() + 60  # a liveness bound, not a timing threshold
+    while not (tid and blocked(tid[0])) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    s.sendall(b"two")
+    time.sleep(0.2)
+    ep2.register(c.fileno(), select.EPOLLIN)  # ready when added: the sleeper on the original wakes
+    t.join(60)
+    out("epoll_dup", f"asleep on the original: {res.get('got')}, reads {c.recv(10)!r}")
+    ep.close()
+    s.sendall(b"three")
+    out("epoll_dup", f"after the original's close the dup sees {seen(ep2, 20)}, reads {c.recv(10)!r}")
+    n = os.dup2(ep2.fileno(), os.open(os.devnull, os.O_RDONLY))
+    ep3 = select.epoll.fromfd(n)
+    ep2.close()
+    s.sendall(b"four")
+    out("epoll_dup", f"a dup2 onto a number sees {seen(ep3, 20)}, reads {c.recv(10)!r}")
+    ep3.close(), c.close(), s.close()
+
+
 with open(FILE, "w") as f:
     f.write("file bytes\n")
 CASES = (closefrom_case, sendmmsg_case, recvmmsg_case, trunc_case, shutdown_how_case, peer_name_case, nodelay_case,
          sendfile_in_case, peek_waitall_case, local_peer_case, shared_file_case, efault_case, iov_max_case, linger_case, oob_case, close_range_case, dup_case, fclose_case,
-         vfork_case, close_under_reader_case, close_under_poll_case, close_under_select_case)
+         vfork_case, close_under_reader_case, close_under_poll_case, close_under_select_case, epoll_dup_case)
 chosen = [c for c in CASES if not sys.argv[4:] or c.__name__ in sys.argv[4:]]
 for case in chosen:
     try:

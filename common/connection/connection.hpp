@@ -537,6 +537,10 @@ private:
     // Takes the doorbells now (and a marker or EOF on the TCP socket) unless
     // another thread owns the drain; false then. News::unknown looks first.
     bool drain_if_free(News n = News::unknown);
+    // After a drain outside a sleep: rings this side's doorbell again while a
+    // sleeper is armed (one that could not own the drain: it waits on the
+    // doorbell just taken).
+    void pass_wake_on();
     // One poll of the TCP socket and doorbell: whether a drain
     // would find anything. Most looks find nothing; the drain costs two calls.
     bool fds_have_news();

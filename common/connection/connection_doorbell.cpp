@@ -175,7 +175,24 @@ bool Connection::drain_if_free(News n) {
     if (!try_own_drain()) return false;
     drain_for(n);
     release_drain();
+    pass_wake_on();
     return true;
+}
+
+// A sleeper arms before it tries to own the drain; one that found it owned
+// (Drain::busy: this drain, or a send's look at the socket) sleeps armed on the
+// doorbell that a drain outside any sleep then takes: the peer's bytes or end
+// rang it, and that sleeper slept on beside them (tokio: the driver thread in
+// epoll_wait, while a worker's nonblocking read looked at the socket; its
+// connection hung for good, 2026-12-03). The drain is taken where owners take
+// it; the ring goes on to the armed ones, who look and sleep again, as owners.
+void Connection::pass_wake_on() {
+    {
+        signals::DeferHandlers held;  // (as arm_side)
+        std::lock_guard<HandlerSafeMutex> lk(arm_mu_);
+        if (reader_sleepers_ == 0 && writer_sleepers_ == 0) return;
+    }
+    transport_->wake_self();
 }
 
 // The one place that turns what a wait saw into a drain (News, connection.hpp).

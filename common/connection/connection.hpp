@@ -204,7 +204,9 @@ public:
     short ready_events(short wanted, short* kernel_events);
     // The state changes TCP wakes every epoll waiter for (sk_state_change), as
     // bits that only ever turn on: our shutdown each way, the peer's end (its
-    // FIN, or its RST alone), a RST after its FIN. An edge for EPOLLET.
+    // FIN, or its RST alone), a RST after its FIN; and above them a count of
+    // receives that lost the readers' lock with bytes there (lost_lock_race).
+    // An edge for EPOLLET.
     uint32_t state_changes();
     // Before sleeping in poll/epoll: ask the peer for doorbells (Dekker).
     // Returns a token of what was armed, to pass to disarm(); *may_sleep turns
@@ -536,6 +538,9 @@ private:
     void socket_failed(int err);
     // Takes the doorbells now (and a marker or EOF on the TCP socket) unless
     // another thread owns the drain; false then. News::unknown looks first.
+    // A receive that may not wait found the readers' lock taken: EAGAIN, and
+    // an edge for the bytes it would have read.
+    void lost_lock_race(bool reader);
     bool drain_if_free(News n = News::unknown);
     // After a drain outside a sleep: rings this side's doorbell again while a
     // sleeper is armed (one that could not own the drain: it waits on the
@@ -561,6 +566,7 @@ private:
     // once (ECONNRESET, or EPIPE when the RST came after the peer's FIN); 0 when
     // none is owed. POLLERR while one is.
     std::atomic<int> pending_err_{0};
+    std::atomic<uint32_t> races_lost_{0};  // lost_lock_race: an edge each
     // The reset's error was reported: later reads see the end of the stream,
     // as on TCP, unless the transport itself failed (always ECONNRESET then).
     std::atomic<bool> reset_reported_{false};

@@ -331,9 +331,28 @@ int Connection::wait_failed(Wait w) {
 // ---------------------------------------------------------------- poll and epoll
 
 uint32_t Connection::state_changes() {
-    if (!transport_) return 0;
+    const uint32_t races = races_lost_.load(std::memory_order_acquire) << 4;
+    if (!transport_) return races;
     const bool fin = peer_end_shown(), reset = peer_reset_.load();
-    return (shut_wr_ ? 1u : 0u) | (shut_rd_ ? 2u : 0u) | (fin || reset ? 4u : 0u) | (fin && reset ? 8u : 0u);
+    return races | (shut_wr_ ? 1u : 0u) | (shut_rd_ ? 2u : 0u) | (fin || reset ? 4u : 0u) | (fin && reset ? 8u : 0u);
+}
+
+// The readers' lock is held by a look at the ring (a poll or epoll scan counts
+// what is readable under it), a reader blocked for data, or a hand-over. A
+// receive that may not wait says EAGAIN then, where the kernel's would only
+// have waited for the socket lock and read: an edge-triggered waiter (tokio)
+// had its edge for those bytes already, stopped reading, and slept for good
+// beside them. So such an EAGAIN with bytes there is one more edge
+// (state_changes) and a ring of our doorbell, for a waiter asleep to look.
+// With nothing there (a reader asleep for data holds it) there is no edge:
+// an edge and an EAGAIN at every look would be a loop.
+void Connection::lost_lock_race(bool reader) {
+    if (!reader) return;  // (writers' lock: no look takes it)
+    const bool bytes = kernel::inq(fd()) > 0 || (transport_ && ring_readable(nullptr) > 0);
+    if (!bytes) return;
+    races_lost_.fetch_add(1, std::memory_order_acq_rel);
+    RS_LOG(debug, "fd %d: a receive lost the readers' lock beside unread bytes: EAGAIN, and one more edge", fd());
+    if (transport_) transport_->wake_self();
 }
 
 short Connection::ready_events(short wanted, short* kernel_events) {

@@ -32,6 +32,7 @@ using namespace detail;
 bool Connection::lock_tcp_side(std::unique_lock<SideLock>& lk, int flags, bool for_write) {
     if (lk.try_lock()) return true;
     if (nonblocking() || (flags & MSG_DONTWAIT)) {
+        lost_lock_race(!for_write);
         errno = EAGAIN;
         return false;
     }
@@ -75,6 +76,7 @@ bool Connection::lock_tcp_side(std::unique_lock<SideLock>& lk, int flags, bool f
 bool Connection::lock_ring_side(std::unique_lock<SideLock>& lk, int flags, bool reader, const CallTimeout& tmo) {
     if (lk.try_lock()) return true;
     if (nonblocking() || (flags & MSG_DONTWAIT)) {
+        lost_lock_race(reader);
         errno = EAGAIN;
         return false;
     }

@@ -452,20 +452,31 @@ def blocked(tid):
     return state == "S" and nr in ("0", "7", "23", "45", "47", "232", "270", "271", "281", "441")
 
 
-def close_under_reader_case():
-    c, s = pair()
-    fd = c.detach()
-    res, tid = {}, []
+def start_asleep(body):
+    """Runs body() in a new thread and returns the thread once it sleeps in a system call."""
+    tid = []
 
-    def reader():
+    def run():
         tid.append(threading.get_native_id())
-        res["got"] = oserr(lambda: os.read(fd, 100))
+        body()
 
-    t = threading.Thread(target=reader)
+    t = threading.Thread(target=run)
     t.start()
     deadline = time.monotonic() + 60  # a liveness bound, not a timing threshold
     while not (tid and blocked(tid[0])) and time.monotonic() < deadline:
         time.sleep(0.01)
+    return t
+
+
+def close_under_reader_case():
+    c, s = pair()
+    fd = c.detach()
+    res = {}
+
+    def reader():
+        res["got"] = oserr(lambda: os.read(fd, 100))
+
+    t = start_asleep(reader)
     os.close(fd)  # while the reader sleeps: it keeps the socket, as a call in the kernel does
     a, b = socket.socketpair()
     b.sendall(b"private")
@@ -484,19 +495,14 @@ def close_under_poll_case():
     receive sees the reset."""
     c, s = pair()
     fd = c.detach()
-    res, tid = {}, []
+    res = {}
 
     def poller():
-        tid.append(threading.get_native_id())
         p = select.poll()
         p.register(fd, select.POLLIN)
         res["got"] = p.poll(60000)
 
-    t = threading.Thread(target=poller)
-    t.start()
-    deadline = time.monotonic() + 60  # a liveness bound, not a timing threshold
-    while not (tid and blocked(tid[0])) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    t = start_asleep(poller)
     os.close(fd)
     s.sendall(b"after close")
     t.join(60)
@@ -513,19 +519,14 @@ def close_under_select_case():
     c, s = pair()
     fd = c.detach()
     a, b = socket.socketpair()
-    res, tid = {}, []
+    res = {}
 
     def selector():
-        tid.append(threading.get_native_id())
         def names(fds):
             return ["sock" if n == fd else "other" for n in fds]
         res["got"] = oserr(lambda: tuple(map(names, select.select([fd, a.fileno()], [], [fd], 60))))
 
-    t = threading.Thread(target=selector)
-    t.start()
-    deadline = time.monotonic() + 60  # a liveness bound, not a timing threshold
-    while not (tid and blocked(tid[0])) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    t = start_asleep(selector)
     os.close(fd)
     b.sendall(b"wake")
     t.join(60)
@@ -555,17 +556,12 @@ def epoll_dup_case():
     s.sendall(b"one")
     out("epoll_dup", f"the original sees {seen(ep, 20)}, reads {c.recv(10)!r}")
     ep2.unregister(c.fileno())
-    res, tid = {}, []
+    res = {}
 
     def waiter():
-        tid.append(threading.get_native_id())
         res["got"] = seen(ep, 60)
 
-    t = threading.Thread(target=waiter)
-    t.start()
-    deadline = time.monotonic() + 60  # a liveness bound, not a timing threshold
-    while not (tid and blocked(tid[0])) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    t = start_asleep(waiter)
     s.sendall(b"two")
     time.sleep(0.2)
     ep2.register(c.fileno(), select.EPOLLIN)  # ready when added: the sleeper on the original wakes

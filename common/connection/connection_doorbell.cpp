@@ -344,12 +344,15 @@ uint32_t Connection::state_changes() {
 // had its edge for those bytes already, stopped reading, and slept for good
 // beside them. So such an EAGAIN with bytes there is one more edge
 // (state_changes) and a ring of our doorbell, for a waiter asleep to look.
+// The peer's end is such news too: TCP's receive would have said 0 (a tokio
+// sink waited for good for an EOF whose edge its lost race had spent).
 // With nothing there (a reader asleep for data holds it) there is no edge:
 // an edge and an EAGAIN at every look would be a loop.
 void Connection::lost_lock_race(bool reader) {
     if (!reader) return;  // (writers' lock: no look takes it)
-    const bool bytes = kernel::inq(fd()) > 0 || (transport_ && ring_readable(nullptr) > 0);
-    if (!bytes) return;
+    const bool news = kernel::inq(fd()) > 0 || (transport_ && (ring_readable(nullptr) > 0 || peer_fin_seen())) ||
+                      peer_fin_.load() || peer_reset_.load();
+    if (!news) return;
     races_lost_.fetch_add(1, std::memory_order_acq_rel);
     RS_LOG(debug, "fd %d: a receive lost the readers' lock beside unread bytes: EAGAIN, and one more edge", fd());
     if (transport_) transport_->wake_self();

@@ -474,6 +474,13 @@ bool Connection::settle(int flags, bool for_write) {
 
 // ---------------------------------------------------------------- data path
 
+// A hand-over that could not finish: after the reset it made (the peer's
+// bytes lost with it), what TCP reports after a RST; else EIO.
+ssize_t Connection::failed_hand_over() {
+    errno = peer_reset_.load() ? ECONNRESET : EIO;
+    return -1;
+}
+
 ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
     forked_during_rendezvous();
     if (!settle(flags, true)) return -1;
@@ -484,14 +491,14 @@ ssize_t Connection::send(const iovec* iov, int iovcnt, int flags) {
         case Phase::failed: errno = ECONNRESET; return -1;
         case Phase::upgraded:
             if (!owned_by_this_process()) {  // a forked child: both processes go on over TCP
-                if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return errno = EIO, -1;
+                if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return failed_hand_over();
                 return send(iov, iovcnt, flags);
             }
             // Forked while our sends were still on TCP: a child may have written the
             // socket too, and our switch offset would count only our own bytes (the
             // peer would find the child's past it). Nobody can know the offset: TCP.
             if (forked_before_tx_switch()) {
-                if (!hand_over("forked before this side's sends switched to the ring", Unread::claim_when_sole)) return errno = EIO, -1;
+                if (!hand_over("forked before this side's sends switched to the ring", Unread::claim_when_sole)) return failed_hand_over();
                 return send(iov, iovcnt, flags);
             }
             return ring_send(iov, iovcnt, flags);
@@ -522,7 +529,7 @@ ssize_t Connection::recv(const iovec* iov, int iovcnt, int flags) {
         case Phase::upgraded:
         case Phase::rv_accepted:
             if (!owned_by_this_process()) {
-                if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return errno = EIO, -1;
+                if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return failed_hand_over();
                 return recv(iov, iovcnt, flags);
             }
             return ring_recv(iov, iovcnt, flags);
@@ -572,7 +579,7 @@ int Connection::shutdown(int how, bool* kernel_carries) {
         // A forked copy: the socket is both processes', and so is its shutdown
         // (the parent reads EOF or a reset as over TCP). The FIN record is the
         // owner's to write: the connection goes back to TCP, and the kernel shuts it.
-        if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return errno = EIO, -1;
+        if (!hand_over("a forked child used the connection", Unread::claim_when_sole)) return failed_hand_over();
         return static_cast<int>(raw_syscall(SYS_shutdown, fd(), how));
     }
     bool fin_owed = false;  // our sends reached the ring while this call began on TCP

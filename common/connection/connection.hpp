@@ -417,8 +417,13 @@ private:
     // kernel's end (leftover.hpp), and our receives are back; where it cannot
     // be kept, the connection is reset (reset_for_unread). `only_ended`: kept
     // only when the peer's end-of-stream record follows (RDMA: keep_ring_rest).
-    // False: the readers' busy word stayed taken (nothing done).
-    bool keep_what_the_gone_peer_left(const char* when, bool only_ended = false);
+    // False: the readers' busy word stayed taken, or nothing could be kept and
+    // `cut_resets` is false (a forked copy beside the ring's owner): nothing done.
+    bool keep_what_the_gone_peer_left(const char* when, bool only_ended = false, bool cut_resets = true);
+    // hand_over_in_band, the peer's socket ended before its marker: keep what
+    // it left (above). False while a forked copy must wait for the ring's owner.
+    bool keep_after_gone_in_band();
+    ssize_t failed_hand_over();  // -1 with ECONNRESET after a reset, else EIO
     // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way
     // (random per connection, 0 = off); the downgrade stress test.
     uint64_t handover_at_ = 0;

@@ -460,7 +460,7 @@ bool Connection::claim_receives() {
     return true;
 }
 
-bool Connection::keep_what_the_gone_peer_left(const char* when, bool only_ended) {
+bool Connection::keep_what_the_gone_peer_left(const char* when, bool only_ended, bool cut_resets) {
     auto* rc = transport_->rx_control();
     // (Not read_mu_: a reader of ours may sleep holding it, waiting for this.)
     if (!lock_busy(rc->reader_busy)) return false;
@@ -469,7 +469,15 @@ bool Connection::keep_what_the_gone_peer_left(const char* when, bool only_ended)
     const size_t left = rd.readable_bytes();
     // Nobody can put them on the TCP socket again: we take them ourselves,
     // for whoever reads the socket next (leftover.hpp).
-    const bool kept = left == 0 || keep_ring_rest(rd, *rc, socket_inode(), left, leftover::Order::at_kernel_end, nullptr, only_ended);
+    // A forked copy's ring is the fork's copy (Transport::ring_here): an empty
+    // one says nothing of what landed since, so it too needs the end record.
+    const bool must_end = only_ended && !owned_by_this_process();
+    const bool kept = (left == 0 && !must_end) || keep_ring_rest(rd, *rc, socket_inode(), left, leftover::Order::at_kernel_end, nullptr, only_ended);
+    if (!kept && !cut_resets) {
+        rd.seek(rc->read_pos.load(std::memory_order_acquire), rc->read_partial.load(std::memory_order_acquire));
+        downgrade::unlock(rc->reader_busy);
+        return false;
+    }
     if (kept && left > 0)
         RS_LOG(info, "fd %d: the peer's socket ended %s; its %zu unread ring bytes are kept for the socket's next reader", fd(),
                when, left);

@@ -21,6 +21,7 @@
 #include "negotiation/back_marker.hpp"
 #include "ring/downgrade.hpp"
 #include "base/log.hpp"
+#include "shm/peer_check.hpp"
 
 namespace rdmasock {
 
@@ -143,6 +144,29 @@ void Connection::reset_both(const char* why) {
     wake_local();
 }
 
+// The peer's socket ended before its marker: nobody will send what its ring
+// still holds for us again. We keep it for the socket's next reader, before
+// the kernel's end (its EOF, or the RST our marker drew), as TCP would still
+// deliver it: when its end-of-stream record says nothing is missing (its close
+// flushed every write); else the connection resets.
+// A forked copy reads the ring the fork copied (Transport::ring_here): the
+// records that had landed by then, the end-of-stream record among them when
+// the peer had closed before the fork (a server that forks a reader, or execs
+// one from a child, after its client left). Without that record the rest may
+// be in the live ring of the process that owns the queue pair, whose reads
+// move the shared place: the copy waits while another process holds the
+// socket, and resets once none does (the bytes went with the owner).
+// True when done (kept, or reset); false to wait and look again.
+bool Connection::keep_after_gone_in_band() {
+    const char* when = "before it answered the way back";
+    const bool sole = owned_by_this_process() || peer_check::held_only_here(socket_inode());
+    if (transport_->ring_here()) return keep_what_the_gone_peer_left(when, true, sole);
+    if (!sole) return false;
+    reset_both("the peer's socket closed before it answered the way back, and its ring was in the memory of the process "
+               "this one was forked from (MADV_DONTFORK): whatever it held for us is lost");
+    return true;
+}
+
 bool Connection::hand_over_in_band(const char* why) {
     {
         std::lock_guard<HandlerSafeMutex> lk(handshake_mu_);
@@ -174,29 +198,19 @@ bool Connection::hand_over_in_band(const char* why) {
         if (phase() != Phase::upgraded) return phase() == Phase::plain;
         if (peer_reset_.load()) return false;
         if (state(*rc) != kBack && (peer_closed_.load() || !marker_out())) {
-            // The peer's socket ended before its marker: nobody will send what
-            // its ring still holds for us again. We keep it for the socket's
-            // next reader, before the kernel's end (its EOF, or the RST our
-            // marker drew), as TCP would still deliver it: when its end-of-
-            // stream record says nothing is missing (its close flushed every
-            // write); else the connection resets, as before.
-            // (The ring of a forked copy may be absent: MADV_DONTFORK.)
-            if (!owned_by_this_process()) {
-                RS_LOG(info, "fd %d: the peer's socket closed before it answered the way back; its ring is not this process's", fd());
-                return false;
+            if (keep_after_gone_in_band()) {
+                if (phase() != Phase::upgraded || peer_reset_.load()) return false;
+                // Our sends: nobody reads them any more; the kernel answers the next one.
+                if (lock_busy(tc->writer_busy)) {
+                    tc->back_state.store(kBack, std::memory_order_seq_cst);
+                    downgrade::unlock(tc->writer_busy);
+                }
+                finish_downgrade();
+                return phase() == Phase::plain;
             }
-            if (!keep_what_the_gone_peer_left("before it answered the way back", true) || phase() != Phase::upgraded ||
-                peer_reset_.load())
-                return false;
-            // Our sends: nobody reads them any more; the kernel answers the next one.
-            if (lock_busy(tc->writer_busy)) {
-                tc->back_state.store(kBack, std::memory_order_seq_cst);
-                downgrade::unlock(tc->writer_busy);
-            }
-            finish_downgrade();
-            return phase() == Phase::plain;
-        }
-        if (state(*rc) != kBack) {
+            if (owned_by_this_process()) return false;  // the readers' busy word stayed taken
+            nap_for_peer([] { usleep(100000); });  // a forked copy: the ring's owner still holds the socket
+        } else if (state(*rc) != kBack) {
             // The peer's marker comes at its next look at the connection.
             pollfd p{fd(), POLLIN, 0};
             nap_for_peer([&] { ops_.poll(&p, 1, 100); });

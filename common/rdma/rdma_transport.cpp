@@ -540,7 +540,13 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
     return true;
 }
 
+bool RdmaTransport::ring_here() const { return pid_ == current_pid() || !dontfork_; }
+
 bool RdmaTransport::publish(uint64_t consumed) {
+    // A forked child reads only the fork's copy of the ring, to keep what a
+    // gone peer left (connection_downgrade_inband.cpp): the queue pair is the
+    // parent's, and nobody is left to be told.
+    if (pid_ != current_pid()) return true;
     {
         // The receive WRs of the records consumed so far go back first (the
         // peer may now fill the space again).

@@ -143,6 +143,9 @@ public:
     // The way back to TCP is agreed in band (back_marker.hpp): the controls are
     // this side's own, and a take-back resends from the send mirror.
     bool back_in_band() const override { return true; }
+    // In a forked child: the fork's copy of the ring, records landed before the
+    // fork (never with MADV_DONTFORK, whose pages the child lacks).
+    bool ring_here() const override;
     RingControl* tx_control() override { return connected_ ? &back_->tx : nullptr; }
     RingControl* rx_control() override { return connected_ ? &back_->rx : nullptr; }
     uint8_t* tx_ring() override { return mirror_.data(); }

@@ -89,6 +89,11 @@ public:
     // the steps travel as back markers on the TCP stream (back_marker.hpp;
     // RDMA). tx_ring() is then the writer's own copy of the ring it writes.
     virtual bool back_in_band() const { return false; }
+    // Whether this process can read the receive ring's memory: always for
+    // shared memory (a forked child maps the same memfd); for RDMA the owner's
+    // ring, or in a forked child the copy the fork made on a copy-on-fork
+    // kernel (under MADV_DONTFORK the child has none).
+    virtual bool ring_here() const { return true; }
     // Extra words for the statistics line ("" or " key=value ...").
     virtual std::string stats_detail() const { return {}; }
 };

@@ -6,6 +6,7 @@ the kernel's receive queue. Under the shim the tail of them sits in the server's
 and the peer that wrote it is gone, so nobody can send it again over TCP.
 (exec: a forked child execs a program that reads the inherited socket.)
 Arguments: fork|scm|exec SEED. Prints one line: what the new owner read (count, digest, end).
+Listens on $CHECK_ADDR (default 127.0.0.1; the RDMA VM's address there: tests/rdma/compare_rdma.sh).
 """
 import hashlib, os, random, socket, sys
 
@@ -62,7 +63,7 @@ def recv_exactly(s, n):
         got += b
     return bytes(got)
 
-l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+l = socket.socket(); l.bind((os.environ.get("CHECK_ADDR", "127.0.0.1"), 0)); l.listen(1)
 done_r, done_w = os.pipe()
 client = os.fork()
 if client == 0:

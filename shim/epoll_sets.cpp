@@ -265,11 +265,23 @@ void drop_wake(int epfd, Interest& in) {
     in.wake_fd = -1;
 }
 
+// The kernel half of a ring-driven interest: what the connection asks the
+// kernel for (Connection::ready_events). While a rendezvous keeps both
+// directions on TCP (rv_accepted) that is the program's own mask, and an
+// edge-triggered interest keeps its EPOLLET there: level-triggered, a socket
+// that stays writable (or bytes left unread, as ET allows) made every wait
+// return at once with no edge to report, an event loop at 100% CPU (tokio).
+uint32_t kernel_half(const Connection& c, uint32_t program_events, short kernel_poll_events) {
+    const uint32_t k = static_cast<uint16_t>(kernel_poll_events);
+    const bool programs_own = c.phase() == Phase::rv_accepted;
+    return k && programs_own ? k | (program_events & EPOLLET) : k;
+}
+
 // Brings the kernel registration in line with the connection's phase.
 void sync_kernel(int epfd, int fd, Interest& in, short kernel_poll_events) {
     bool rd = ring_driven(in);
     sync_wake(epfd, fd, in, rd);
-    uint32_t want = rd ? static_cast<uint32_t>(static_cast<uint16_t>(kernel_poll_events)) : in.events;
+    uint32_t want = rd ? kernel_half(*in.sock->conn, in.events, kernel_poll_events) : in.events;
     if (in.disabled && !rd) return;  // the kernel disabled its own oneshot
     if (want == in.kernel_events && rd == in.ring_driven) return;
     epoll_event ev{want, {}};
@@ -1217,7 +1229,7 @@ int epoll_ctl_impl(int epfd, int op, int fd, epoll_event* ev) {
     if (op == EPOLL_CTL_ADD && !exclusive && sock->conn && !sock->conn->kernel_driven()) {
         short k = 0;
         sock->conn->ready_events(static_cast<short>(ev->events & kReadiness), &k);
-        kernel_events = static_cast<uint16_t>(k);
+        kernel_events = kernel_half(*sock->conn, ev->events, k);
         rd = true;
     }
     if (!ours_kept) {

@@ -55,5 +55,13 @@ for mode in recv poll epoll; do
         echo "$line"
     done
 done
-[ $fail -eq 0 ] || { echo "FAIL: an idle end used 1% CPU or more"; exit 1; }
+# An edge-triggered wait beside a rendezvous that waits for the server (the client in
+# rv_accepted): same events as over TCP, and asleep (helpers/et_wait_cpu.py).
+et="$(dirname "$0")/helpers/et_wait_cpu.py"
+python3 "$et" >"$tmp/et_tcp.txt"
+LD_PRELOAD=$LIB RDMASOCK_LOG=debug python3 "$et" >"$tmp/et_shim.txt" 2>"$tmp/et_shim.err"
+echo "ET wait beside the rendezvous: plain: $(cat "$tmp/et_tcp.txt"); shimmed: $(cat "$tmp/et_shim.txt")"
+grep -q "rings handed to the server" "$tmp/et_shim.err" || { echo "FAIL: the ET case never reached rv_accepted"; fail=1; }
+diff "$tmp/et_tcp.txt" "$tmp/et_shim.txt" >/dev/null || { echo "FAIL: the ET wait differs from TCP's (or spun)"; fail=1; }
+[ $fail -eq 0 ] || { echo "FAIL: an idle end used 1% CPU or more, or the ET wait spun"; exit 1; }
 echo "PASS: idle shimmed connections under 1% CPU (recv, poll, epoll_wait; both ends on shm)"

@@ -354,7 +354,7 @@ void Connection::lost_lock_race(bool reader) {
                       peer_fin_.load() || peer_reset_.load();
     if (!news) return;
     races_lost_.fetch_add(1, std::memory_order_acq_rel);
-    RS_LOG(debug, "fd %d: a receive lost the readers' lock beside unread bytes: EAGAIN, and one more edge", fd());
+    RS_LOG(debug, "fd %d: a receive lost the readers' lock beside unread bytes or the peer's end: EAGAIN, and one more edge", fd());
     if (transport_) transport_->wake_self();
 }
 

@@ -421,8 +421,9 @@ private:
     // `cut_resets` is false (a forked copy beside the ring's owner): nothing done.
     bool keep_what_the_gone_peer_left(const char* when, bool only_ended = false, bool cut_resets = true);
     // hand_over_in_band, the peer's socket ended before its marker: keep what
-    // it left (above). False while a forked copy must wait for the ring's owner.
-    bool keep_after_gone_in_band();
+    // it left (above). False while a forked copy must wait for the ring's owner
+    // (`waited_us`: how long it has).
+    bool keep_after_gone_in_band(int64_t waited_us);
     ssize_t failed_hand_over();  // -1 with ECONNRESET after a reset, else EIO
     // RDMASOCK_FAULT=handover: hand over once this many bytes moved either way
     // (random per connection, 0 = off); the downgrade stress test.

@@ -155,11 +155,14 @@ void Connection::reset_both(const char* why) {
 // one from a child, after its client left). Without that record the rest may
 // be in the live ring of the process that owns the queue pair, whose reads
 // move the shared place: the copy waits while another process holds the
-// socket, and resets once none does (the bytes went with the owner).
+// socket, and resets once none does (the bytes went with the owner), or
+// after `waited_us` reached 2 s (an owner that keeps its copy open and never
+// reads: a wait for it would be for good, and an exec must go on).
 // True when done (kept, or reset); false to wait and look again.
-bool Connection::keep_after_gone_in_band() {
+bool Connection::keep_after_gone_in_band(int64_t waited_us) {
     const char* when = "before it answered the way back";
-    const bool sole = owned_by_this_process() || peer_check::held_only_here(socket_inode());
+    constexpr int64_t kOwnerGraceUs = 2'000'000;
+    const bool sole = owned_by_this_process() || waited_us >= kOwnerGraceUs || peer_check::held_only_here(socket_inode());
     if (transport_->ring_here()) return keep_what_the_gone_peer_left(when, true, sole);
     if (!sole) return false;
     reset_both("the peer's socket closed before it answered the way back, and its ring was in the memory of the process "
@@ -198,7 +201,7 @@ bool Connection::hand_over_in_band(const char* why) {
         if (phase() != Phase::upgraded) return phase() == Phase::plain;
         if (peer_reset_.load()) return false;
         if (state(*rc) != kBack && (peer_closed_.load() || !marker_out())) {
-            if (keep_after_gone_in_band()) {
+            if (keep_after_gone_in_band(now_us() - start)) {
                 if (phase() != Phase::upgraded || peer_reset_.load()) return false;
                 // Our sends: nobody reads them any more; the kernel answers the next one.
                 if (lock_busy(tc->writer_busy)) {

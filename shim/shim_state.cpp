@@ -1,9 +1,12 @@
 #include "shim_state.hpp"
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
+#include <cstring>
 
 #include "epoll_sets.hpp"
 #include "shm/leftover.hpp"
@@ -63,6 +66,30 @@ std::shared_ptr<Connection> local_end(uint64_t ino) {
     return nullptr;
 }
 
+// Connection::set_peer_in_process_lookup: the server connection of ours, with
+// no HELLO read yet, whose socket is the other end of TCP socket `fd`
+// (its address our peer's, its peer our address). Asked only by a client whose
+// HELLO went unanswered for 10 ms: the candidates are few and it is rare.
+std::shared_ptr<Connection> peer_in_process(int fd) {
+    if (!fd_table_built()) return nullptr;
+    sockaddr_storage mine{}, theirs{};
+    socklen_t ml = sizeof mine, tl = sizeof theirs;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &ml) != 0 ||
+        real::calls().getpeername(fd, reinterpret_cast<sockaddr*>(&theirs), &tl) != 0)
+        return nullptr;
+    for (int other : fd_table().present_in(0, INT_MAX)) {
+        auto s = fd_table().get(other);
+        if (other == fd || !s || !s->conn || s->conn->role() != Role::server || s->conn->phase() != Phase::undecided) continue;
+        sockaddr_storage a{}, b{};
+        socklen_t al = sizeof a, bl = sizeof b;
+        if (::getsockname(other, reinterpret_cast<sockaddr*>(&a), &al) == 0 &&
+            real::calls().getpeername(other, reinterpret_cast<sockaddr*>(&b), &bl) == 0 && al == tl && bl == ml &&
+            std::memcmp(&a, &theirs, al) == 0 && std::memcmp(&b, &mine, bl) == 0)
+            return s->conn;
+    }
+    return nullptr;
+}
+
 __attribute__((constructor)) void init() {
     if (g_config) return;  // config() ran it already (a call before the constructor)
     std::vector<std::string> errors;
@@ -74,6 +101,7 @@ __attribute__((constructor)) void init() {
     signals::note_process();
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     Connection::set_local_end_lookup(local_end);
+    Connection::set_peer_in_process_lookup(peer_in_process);
     std::atexit(at_exit);
     leftover::adopt_from_env();  // bytes an exec'd-from image kept for an inherited socket
     stdin_through_kept_bytes();  // and fgets(stdin) reads them (stdio_kept.hpp)

@@ -422,6 +422,19 @@ bool Connection::progress() {
     return progress_locked(false);
 }
 
+// Our HELLO waits for a reply that only a server end of this very process can
+// give (a program connected to itself): its shim reads the HELLO and answers
+// now, as its next call would. (Without our handshake lock: its progress
+// takes its own.)
+void Connection::serve_peer_in_process() {
+    PeerInProcess find = peer_in_process_.load(std::memory_order_acquire);
+    if (!find) return;
+    auto peer = find(fd());
+    if (!peer || peer.get() == this) return;
+    RS_LOG(debug, "fd %d: the server end of this connection is in this process: its shim answers our HELLO now", fd());
+    while (peer->progress()) {}
+}
+
 // Drives the handshake to a phase where the app's call can proceed. The thread
 // that waits for handshake bytes holds handshake_mu_ across its poll, so no
 // other thread can consume the message it is waiting for; the poll is short so
@@ -433,7 +446,16 @@ bool Connection::settle(int flags, bool for_write) {
     const int64_t timeout = timeout_for(for_write);
     const int64_t start = timeout > 0 ? now_us() : 0;
     const signals::Seen since = signals::seen();
+    int64_t next_peer_look = 0;  // serve_peer_in_process: after 10 ms of waiting, then every 100 ms
     for (;;) {
+        if (!nb && role_ == Role::client && phase() == Phase::offered) {
+            const int64_t now = now_us();
+            if (next_peer_look == 0) next_peer_look = now + 10000;
+            else if (now >= next_peer_look) {
+                serve_peer_in_process();
+                next_peer_look = now + 100000;
+            }
+        }
         // Handlers wait for handshake_mu_ to be let go (one that jumped out of
         // this wait left it taken for good); the wait ends for them, and the
         // interposer runs them and restarts the call where the kernel would.

@@ -186,6 +186,14 @@ public:
     // that could give it, so it gives it itself (take_back_for_local_peer).
     using LocalEnd = std::shared_ptr<Connection> (*)(uint64_t ino);
     static void set_local_end_lookup(LocalEnd f) { local_end_.store(f, std::memory_order_release); }
+    // The server connection of this process, with no HELLO read yet, on the
+    // other end of TCP socket `fd` (a program connected to itself), or null
+    // (the shim compares the addresses of its own sockets). A client's first
+    // call waits for the reply to its in-band HELLO, which that server's shim
+    // gives at its next call: from the same thread that call never comes, so
+    // the waiting client gives it itself (serve_peer_in_process).
+    using PeerInProcess = std::shared_ptr<Connection> (*)(int fd);
+    static void set_peer_in_process_lookup(PeerInProcess f) { peer_in_process_.store(f, std::memory_order_release); }
     // The application asked for what only the kernel's socket does (kernel_only.hpp):
     // the connection goes back to TCP, or declines a later in-band offer. False
     // when it stays where it is (RDMA rings: the way back would wait for the peer).
@@ -694,6 +702,8 @@ private:
     SpinPolicy spin_;
     static inline std::atomic<uint64_t> local_epoch_{0};
     static inline std::atomic<LocalEnd> local_end_{nullptr};
+    static inline std::atomic<PeerInProcess> peer_in_process_{nullptr};
+    void serve_peer_in_process();
     // The peer's part of a hand-over, done by this process for an end it holds: its
     // sends taken back to TCP (tried, never waited for: a writer of ours that holds
     // the side serves it itself when the doorbell wakes it).

@@ -5,8 +5,9 @@ shut side reads what came before, then ECONNRESET once (or SO_ERROR takes it),
 then 0; the sender's next send goes out, the one after fails with EPIPE (it had
 the FIN). Bytes sent before the shutdown stay readable. Prints what each end
 sees; run over plain TCP and under the shim, the transcripts must be equal.
+Listens on $CHECK_ADDR (default 127.0.0.1; the RDMA VM's address there).
 """
-import ctypes, errno, fcntl, select, socket, termios, time
+import ctypes, errno, fcntl, os, select, socket, termios, time
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -18,7 +19,7 @@ def recv_bad_buffer(s):
 
 def pair():
     """A connected pair, two round trips made (under the shim: on shared memory)."""
-    l=socket.socket(); l.bind(("127.0.0.1",0)); l.listen(1)
+    l=socket.socket(); l.bind((os.environ.get("CHECK_ADDR", "127.0.0.1"),0)); l.listen(1)
     a=socket.create_connection(l.getsockname()); b,_=l.accept(); l.close()
     for i in range(2):
         a.sendall(b"x"*64); b.recv(64); b.sendall(b"y"*64); a.recv(64)

@@ -716,7 +716,7 @@ int Connection::shutdown(int how, bool* kernel_carries) {
 // the peer's writer already: kept.)
 void Connection::tell_reader_gone(bool aborted) {
     if (RingControl* c = transport_->rx_control(); c && c->reader_state.load() != RingControl::gone)
-        c->reader_state.store(aborted ? RingControl::aborted : RingControl::closed, std::memory_order_release);
+        transport_->tell_reader_state(aborted ? RingControl::aborted : RingControl::closed);
 }
 
 void Connection::discard_landed_message(std::initializer_list<handshake::Type> types) {

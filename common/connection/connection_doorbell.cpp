@@ -167,6 +167,7 @@ void Connection::socket_failed(int err) {
     RS_LOG(info, "fd %d: the TCP socket under the ring failed: %s", fd(), strerror(err));
     tcp_failed_.store(true);
     if (!peer_reset_.exchange(true)) pending_err_.store(err);
+    // (The control block only: an RDMA peer meets the RST, above.)
     if (RingControl* c = transport_->rx_control()) c->reader_state.store(RingControl::gone, std::memory_order_release);
     wake_local();
 }

@@ -533,7 +533,7 @@ void Connection::note_shut_both_ways() {
     // late. Back on TCP, the kernel carries the stream as before.)
     if (!c || rx_cut_.load() != kNoCut || rx_back() || !owned_by_this_process() || fork_gen_ != fork_generation())
         return;
-    c->reader_state.store(RingControl::closed, std::memory_order_seq_cst);
+    transport_->tell_reader_state(RingControl::closed);
     // Dekker with the peer's send (publish, fence, read our state): a record it
     // published that we do not count here, it sees our state after.
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -579,7 +579,7 @@ void Connection::note_reader_state(bool sent_now) {
     note_late_arrivals();
     RingControl* c = transport_ ? transport_->tx_control() : nullptr;
     if (!c || peer_reset_.load(std::memory_order_relaxed)) return;
-    uint32_t st = c->reader_state.load(std::memory_order_acquire);
+    uint32_t st = transport_->peer_reader_state();
     if (st == RingControl::reading) {
         // The peer's kernel closed its socket (our socket saw the end) and its
         // shim never said so: the process died (a kill, an exit without close),
@@ -634,8 +634,7 @@ bool Connection::peer_left_unread(RingControl& c) {
 // The peer's TCP socket failed and was forgotten (RingControl::gone): its
 // kernel says nothing more on the TCP socket, ever.
 bool Connection::peer_socket_gone() {
-    RingControl* c = transport_ ? transport_->tx_control() : nullptr;
-    return c && c->reader_state.load(std::memory_order_acquire) == RingControl::gone;
+    return transport_ && transport_->peer_reader_state() == RingControl::gone;
 }
 
 int Connection::take_pending_err() {

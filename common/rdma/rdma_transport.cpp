@@ -542,6 +542,23 @@ bool RdmaTransport::post_record(uint64_t offset, uint64_t bytes) {
 
 bool RdmaTransport::ring_here() const { return pid_ == current_pid() || !dontfork_; }
 
+uint32_t RdmaTransport::peer_reader_state() {
+    if (!connected_ || (pid_ != current_pid() && dontfork_)) return RingControl::reading;
+    return static_cast<uint32_t>(at<uint64_t>(ctrl(RdmaCtrl::reader_state)).load(std::memory_order_acquire));
+}
+
+void RdmaTransport::tell_reader_state(uint32_t st) {
+    Transport::tell_reader_state(st);
+    // A forked child never posts (the queue pair is the parent's).
+    if (!connected_ || pid_ != current_pid()) return;
+    std::lock_guard<std::mutex> lk(sq_mu_);
+    if (broken_.load(std::memory_order_relaxed)) return;
+    at<uint64_t>(ctrl(RdmaCtrl::reader_state_src)).store(st, std::memory_order_release);
+    // With immediate: the peer's writer may sleep on a full ring nobody reads.
+    write_locked({.addr = ctrl(RdmaCtrl::reader_state_src), .length = 8, .lkey = ctrl_mr_->lkey},
+                 peer_ctrl(RdmaCtrl::reader_state), true, /*always_inline=*/true);
+}
+
 bool RdmaTransport::publish(uint64_t consumed) {
     // A forked child reads only the fork's copy of the ring, to keep what a
     // gone peer left (connection_downgrade_inband.cpp): the queue pair is the

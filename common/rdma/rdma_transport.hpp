@@ -64,7 +64,12 @@ struct RdmaCtrl {
     // validates it.
     static constexpr size_t consumed = 0;
     static constexpr size_t consumed_copy = 8;
-    // 64, 128: unused since RDP2 (the "waiting" flags of the TCP-doorbell protocol).
+    // u32 in a u64, written by the peer's reader (tell_reader_state, one RDMA
+    // WRITE): how its socket ended (RingControl::ReaderState; 0, reading, until
+    // then, and for good from a peer that predates the word: no new magic).
+    static constexpr size_t reader_state = 64;
+    // u64, ours: the source of that WRITE to the peer.
+    static constexpr size_t reader_state_src = 128;
     // u64, ours, READ by the peer's probe (and our flush READ's source): end
     // position of the last record our writer posted.
     static constexpr size_t written = 192;
@@ -146,6 +151,8 @@ public:
     // In a forked child: the fork's copy of the ring, records landed before the
     // fork (never with MADV_DONTFORK, whose pages the child lacks).
     bool ring_here() const override;
+    uint32_t peer_reader_state() override;
+    void tell_reader_state(uint32_t st) override;
     RingControl* tx_control() override { return connected_ ? &back_->tx : nullptr; }
     RingControl* rx_control() override { return connected_ ? &back_->rx : nullptr; }
     uint8_t* tx_ring() override { return mirror_.data(); }

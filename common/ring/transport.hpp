@@ -94,6 +94,17 @@ public:
     // ring, or in a forked child the copy the fork made on a copy-on-fork
     // kernel (under MADV_DONTFORK the child has none).
     virtual bool ring_here() const { return true; }
+    // The peer's reader of the ring we write says how its socket ended
+    // (RingControl::ReaderState): shared memory, in the control block both map;
+    // RDMA, in a word of our ctrl block that the peer RDMA-WRITEs.
+    virtual uint32_t peer_reader_state() {
+        RingControl* c = tx_control();
+        return c ? c->reader_state.load(std::memory_order_acquire) : RingControl::reading;
+    }
+    // Ours, for the peer's writer: the same two places, from this side.
+    virtual void tell_reader_state(uint32_t st) {
+        if (RingControl* c = rx_control()) c->reader_state.store(st, std::memory_order_seq_cst);
+    }
     // Extra words for the statistics line ("" or " key=value ...").
     virtual std::string stats_detail() const { return {}; }
 };

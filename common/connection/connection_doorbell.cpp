@@ -346,13 +346,16 @@ uint32_t Connection::state_changes() {
 // beside them. So such an EAGAIN with bytes there is one more edge
 // (state_changes) and a ring of our doorbell, for a waiter asleep to look.
 // The peer's end is such news too: TCP's receive would have said 0 (a tokio
-// sink waited for good for an EOF whose edge its lost race had spent).
+// sink waited for good for an EOF whose edge its lost race had spent), the
+// kernel's FIN included: a peer that never switched (the client still in
+// rv_accepted) ends on TCP, and peer_fin_ says so only once a drain looked
+// (a tokio sink's server spun for good beside the readable EOF).
 // With nothing there (a reader asleep for data holds it) there is no edge:
 // an edge and an EAGAIN at every look would be a loop.
 void Connection::lost_lock_race(bool reader) {
     if (!reader) return;  // (writers' lock: no look takes it)
     const bool news = kernel::inq(fd()) > 0 || (transport_ && (ring_readable(nullptr) > 0 || peer_fin_seen())) ||
-                      peer_fin_.load() || peer_reset_.load();
+                      peer_fin_.load() || peer_reset_.load() || (tcp_events(POLLRDHUP) & (POLLRDHUP | POLLHUP | POLLERR));
     if (!news) return;
     races_lost_.fetch_add(1, std::memory_order_acq_rel);
     RS_LOG(debug, "fd %d: a receive lost the readers' lock beside unread bytes or the peer's end: EAGAIN, and one more edge", fd());

@@ -160,6 +160,12 @@ ssize_t Connection::tcp_send(const iovec* iov, int iovcnt, int flags) {
 ssize_t Connection::tcp_send_locked(const iovec* iov, int iovcnt, int flags) {
     ssize_t n = tcp_io(true, iov, iovcnt, flags);  // connection_tcp_io.cpp
     if (n > 0) tcp_tx_ += static_cast<uint64_t>(n);
+    // The kernel's buffer full, as a ring found full (send_full_count): the
+    // room freed later is an EPOLLOUT edge of the emulated set (TCP's
+    // SOCK_NOSPACE). Else a writer that took EAGAIN here while the set had
+    // last seen it writable waited for good (a tokio client still in
+    // rv_accepted, 262,144 bytes short).
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) send_full_.fetch_add(1, std::memory_order_relaxed);
     return n;
 }
 

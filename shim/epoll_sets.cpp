@@ -313,9 +313,22 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     // A state change (our shutdown, the peer's end, a reset) wakes every
     // waiter of a TCP socket: an edge-triggered interest reports its whole
     // mask again, whatever it waits for. One the look finds nothing for is spent.
-    if (in.state_at_report == ~0u) in.state_at_report = state;
+    //
+    // The peer's end (Connection::state_changes, 4) is spent only by a look
+    // whose readiness shows it too: RDHUP where the program asked for it, else
+    // IN. The count and the readiness are separate unlocked looks, and a look
+    // beside a read in another thread (the ring's records already released,
+    // its read position not yet moved) finds the ring empty: no IN, no RDHUP,
+    // yet "unread < SO_RCVBUF", so the end counts as shown. Spent there (an
+    // EPOLLOUT report), it never made the edge that carries EPOLLRDHUP: a tokio
+    // reader, its last read short, waited for good for its end of stream.
+    // (The worst this costs is one edge more, never one less.)
+    const uint32_t shows_end = ((want & POLLRDHUP) ? POLLRDHUP : POLLIN) | POLLHUP | POLLERR;
+    uint32_t seen = state;
+    if ((state & 4u) && (want & (POLLIN | POLLRDHUP)) && !(r & shows_end)) seen &= ~4u;
+    if (in.state_at_report == ~0u) in.state_at_report = seen;
     const bool state_edge = state != in.state_at_report;
-    if (commit && !ev) in.state_at_report = state;
+    if (commit && !ev) in.state_at_report = seen;
     if (!ev) return 0;
     if (in.events & EPOLLET) {
         // An edge is new data since the last report (a monotonic count), or
@@ -337,7 +350,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
             if (ev & EPOLLIN) in.landed_at_report = landed;
             if (ev & EPOLLOUT) in.out_reported = true, in.full_at_report = full;
             in.ended_reported |= ev & (EPOLLHUP | EPOLLERR);
-            in.state_at_report = state;
+            in.state_at_report = seen;
         }
     }
     if (commit && (in.events & EPOLLONESHOT)) in.disabled = true;

@@ -135,11 +135,20 @@ IoResult RingReader::readv(const iovec* iov, int iovcnt, bool consume) {
             }
             if (partial < rec.length) break;  // caller's buffer is full
         }
+        const uint64_t next = next_position(pos, rec.kind, rec.length, capacity_);
         if (consume) {
+            // Unlocked lookers in other threads start from consumed_: it moves
+            // past the record before the record is zeroed, so a look during a
+            // long read finds what is still unread rather than a zeroed record
+            // ("not yet": the ring empty for the whole read; an edge spent on
+            // that view left a tokio reader waiting for good). partial_ first:
+            // a looker that sees the new place sees its partial too.
+            partial_ = 0;
+            consumed_ = next;
             release(pos, rec.length);
             if (rec.kind == RecordKind::wrap) lap_window_ = std::max<uint64_t>((pos & mask_) + kAlign, kMinCapacity);
         }
-        pos = next_position(pos, rec.kind, rec.length, capacity_);
+        pos = next;
         partial = 0;
     }
     // A read that took the last record to the byte drained the ring too: a
@@ -191,17 +200,28 @@ RingReader::Walked RingReader::walk(uint64_t pos, uint64_t from, bool latch, Vis
     return {broken_ ? RingStatus::broken : RingStatus::would_block, pos};
 }
 
+// A look that stopped at a record not landed (or, unlatched, one that reads
+// broken) may have met one a reader in another thread zeroed under it
+// (release): where that reader has moved the read position since, it looks
+// again from there (a few times at most).
+bool RingReader::look_again(Walked w, uint64_t from, int tries) const {
+    const bool stopped = w.state == RingStatus::would_block || (w.state == RingStatus::broken && !broken_);
+    return stopped && tries < 4 && consumed_.get() != from;
+}
+
 RingStatus RingReader::look(bool latch) {
-    if (broken_) return RingStatus::broken;
-    const uint64_t from = consumed_;
-    const uint32_t partial = partial_;
-    RingStatus found = RingStatus::would_block;
-    Walked w = walk(from, from, latch, [&](uint64_t pos, const Record& rec) {
-        if (rec.kind == RecordKind::fin) found = RingStatus::eof;
-        else if (rec.kind == RecordKind::data && rec.length > (pos == from ? partial : 0)) found = RingStatus::ok;
-        return found == RingStatus::would_block;  // past wrap markers and empty records
-    });
-    return w.state == RingStatus::ok ? found : w.state;
+    for (int tries = 0;; ++tries) {
+        if (broken_) return RingStatus::broken;
+        const uint64_t from = consumed_;
+        const uint32_t partial = partial_;
+        RingStatus found = RingStatus::would_block;
+        Walked w = walk(from, from, latch, [&](uint64_t pos, const Record& rec) {
+            if (rec.kind == RecordKind::fin) found = RingStatus::eof;
+            else if (rec.kind == RecordKind::data && rec.length > (pos == from ? partial : 0)) found = RingStatus::ok;
+            return found == RingStatus::would_block;  // past wrap markers and empty records
+        });
+        if (!look_again(w, from, tries)) return w.state == RingStatus::ok ? found : w.state;
+    }
 }
 
 // Records are immutable once complete (until this reader zeroes them), so
@@ -227,16 +247,18 @@ size_t RingReader::readable_bytes() {
 }
 
 size_t RingReader::readable_bytes_look() {
-    size_t n = 0;
-    const uint64_t from = consumed_;
-    uint32_t partial = partial_;
-    walk(from, from, false, [&](uint64_t, const Record& rec) {
-        if (rec.kind == RecordKind::fin) return false;
-        n += rec.length > partial ? rec.length - partial : 0;
-        partial = 0;
-        return true;
-    });
-    return n;
+    for (int tries = 0;; ++tries) {
+        size_t n = 0;
+        const uint64_t from = consumed_;
+        uint32_t partial = partial_;
+        Walked w = walk(from, from, false, [&](uint64_t, const Record& rec) {
+            if (rec.kind == RecordKind::fin) return false;
+            n += rec.length > partial ? rec.length - partial : 0;
+            partial = 0;
+            return true;
+        });
+        if (!look_again(w, from, tries)) return n;
+    }
 }
 
 // Moves the FIN scan forward to `word`, never back (two pollers may race).
@@ -247,15 +269,19 @@ void RingReader::note_fin_scan(uint64_t word) {
 }
 
 bool RingReader::fin_landed() {
-    if (broken_) return false;
-    const uint64_t word = fin_scan_.load(std::memory_order_relaxed);
-    if (word & 1) return true;  // the FIN is never consumed: once seen, for good
-    const uint64_t from = consumed_;
-    Walked w = walk(static_cast<int64_t>(word - from) < 0 ? from : word, from, false,
-                    [](uint64_t, const Record& rec) { return rec.kind != RecordKind::fin; });
-    const bool fin = w.state == RingStatus::ok;
-    note_fin_scan(fin ? w.pos | 1 : w.pos);
-    return fin;
+    for (int tries = 0;; ++tries) {
+        if (broken_) return false;
+        const uint64_t word = fin_scan_.load(std::memory_order_relaxed);
+        if (word & 1) return true;  // the FIN is never consumed: once seen, for good
+        const uint64_t from = consumed_;
+        Walked w = walk(static_cast<int64_t>(word - from) < 0 ? from : word, from, false,
+                        [](uint64_t, const Record& rec) { return rec.kind != RecordKind::fin; });
+        const bool fin = w.state == RingStatus::ok;
+        // (A stop at a record zeroed under us is no place the scan reached.)
+        if (!fin && look_again(w, from, tries)) continue;
+        note_fin_scan(fin ? w.pos | 1 : w.pos);
+        return fin;
+    }
 }
 
 bool RingReader::flush_consumed() {

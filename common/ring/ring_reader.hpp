@@ -112,6 +112,7 @@ private:
     template <class Visit>
     Walked walk(uint64_t pos, uint64_t from, bool latch, Visit&& visit);
     RingStatus look(bool latch);
+    bool look_again(Walked w, uint64_t from, int tries) const;
     void release(uint64_t position, uint32_t length);
     IoResult readv_one(void* buf, size_t len, bool consume) {
         iovec one{buf, len};

@@ -305,6 +305,14 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     // count is read, the reader's next read takes too.
     const uint32_t state = c.state_changes();
     const uint64_t full = c.send_full_count();
+    // The data count too, for an edge-triggered interest: counted before the
+    // readiness, a FIN (or byte) that lands in between is in the readiness or
+    // makes the next look's edge. Counted after it, a FIN could be spent with
+    // an EPOLLIN report that had no EPOLLRDHUP: tokio takes a short read for
+    // "drained" and waited for good for the RDHUP edge (its server spinning
+    // beside the readable EOF of a client that never switched).
+    const bool et = in.events & EPOLLET;
+    const uint64_t landed = et && (want & (POLLIN | POLLRDNORM | POLLRDHUP)) ? c.arrivals() : 0;  // (may cost a system call before the switch)
     std::atomic_thread_fence(std::memory_order_acquire);  // the counts before the readiness loads
     uint32_t r = static_cast<uint16_t>(c.ready_events(want, kernel_events));
     uint32_t ev = r & (in.events | EPOLLERR | EPOLLHUP);
@@ -338,7 +346,6 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
         // rest of the mask, EPOLLOUT alone): the count is spent only with an
         // EPOLLIN report, so no state where the count and the readiness
         // disagree can spend an edge the reader still waits for.
-        const uint64_t landed = ev & EPOLLIN ? c.arrivals() : 0;  // (may cost a system call before the switch)
         bool in_edge = (ev & EPOLLIN) && landed != in.landed_at_report;
         bool out_edge = (ev & EPOLLOUT) && (!in.out_reported || full != in.full_at_report);
         bool end_edge = (ev & (EPOLLHUP | EPOLLERR) & ~in.ended_reported) != 0;

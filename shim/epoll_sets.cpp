@@ -300,9 +300,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     // The state and ring-full counts are read before the readiness they are
     // reported with: a change in between then makes one more edge, never one
     // spent on a mask taken before it (a send that filled the ring after the
-    // look would leave the freed space no edge). The data count needs no such
-    // order: it is spent only with an EPOLLIN report, and what lands before the
-    // count is read, the reader's next read takes too.
+    // look would leave the freed space no edge). So is the data count (below).
     const uint32_t state = c.state_changes();
     const uint64_t full = c.send_full_count();
     // The data count too, for an edge-triggered interest: counted before the
@@ -338,7 +336,7 @@ uint32_t ring_events(Interest& in, short* kernel_events, bool commit) {
     const bool state_edge = state != in.state_at_report;
     if (commit && !ev) in.state_at_report = seen;
     if (!ev) return 0;
-    if (in.events & EPOLLET) {
+    if (et) {
         // An edge is new data since the last report (a monotonic count), or
         // writability regained: unseen since the report, or a send found the
         // ring full since (as TCP's SOCK_NOSPACE makes freed space a wake-up).
